@@ -1,0 +1,6 @@
+//! The `streamcore` command line.
+
+fn main() {
+    eprintln!("streamcore: no command yet");
+    std::process::exit(2);
+}

@@ -1,0 +1,1 @@
+//! The error-taint graph (filled by the taint work).

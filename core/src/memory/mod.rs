@@ -1,0 +1,1 @@
+//! Per-stream memory pools (filled by the memory work).

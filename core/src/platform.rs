@@ -1,0 +1,311 @@
+//! The platform contract: what a driver binding (real HIP, the mock) must
+//! provide so the core can run on it.
+//!
+//! The core never touches the outside world itself. Every driver call, every
+//! clock, every byte of device memory comes through these traits. Static
+//! dispatch only: the core is generic over one `P: Platform`.
+//!
+//! Each method states what an implementation MUST guarantee. The core relies
+//! on those guarantees for memory safety of the *device* (no use-after-free of
+//! device pages, no unsynchronized cross-stream access); the mock platform
+//! checks them at run time.
+
+use core::fmt;
+
+/// Identifies one page handed out by a [`Storage`].
+///
+/// The meaning of the number belongs to the storage (a device address for
+/// HIP, an index for the mock); the core only compares and passes it back.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PageId(pub u64);
+
+/// A byte range inside one page of device memory.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceRange {
+    /// The page the bytes live in.
+    pub page: PageId,
+    /// Offset of the first byte inside the page.
+    pub offset: u64,
+    /// Number of bytes.
+    pub len: u64,
+}
+
+/// A byte range inside one page of pinned host memory.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HostRange {
+    /// The pinned host page the bytes live in.
+    pub page: PageId,
+    /// Offset of the first byte inside the page.
+    pub offset: u64,
+    /// Number of bytes.
+    pub len: u64,
+}
+
+/// How a kernel uses one of its bindings.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// The kernel only reads the bytes.
+    Read,
+    /// The kernel only writes the bytes (and writes all of them).
+    Write,
+    /// The kernel reads and writes the bytes.
+    ReadWrite,
+}
+
+impl Access {
+    /// Whether the kernel reads the bytes.
+    pub const fn reads(self) -> bool {
+        matches!(self, Access::Read | Access::ReadWrite)
+    }
+    /// Whether the kernel writes the bytes.
+    pub const fn writes(self) -> bool {
+        matches!(self, Access::Write | Access::ReadWrite)
+    }
+}
+
+/// One kernel argument: a device range and how the kernel uses it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Binding {
+    /// The bytes.
+    pub range: DeviceRange,
+    /// How the kernel uses them.
+    pub access: Access,
+}
+
+/// Launch geometry.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LaunchDims {
+    /// Number of blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchDims {
+    /// A one-dimensional launch of `blocks` blocks of `threads` threads.
+    pub const fn linear(blocks: u32, threads: u32) -> Self {
+        Self {
+            grid: [blocks, 1, 1],
+            block: [threads, 1, 1],
+            shared_mem_bytes: 0,
+        }
+    }
+}
+
+/// What a kernel is built from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KernelSource<'a> {
+    /// The entry point's name (also the key a mock platform looks kernels up by).
+    pub name: &'a str,
+    /// Source text for platforms that compile (HIP C++ for `platform-hip`);
+    /// platforms that do not compile may ignore it.
+    pub source: &'a str,
+}
+
+/// Static facts about the device, read once by the core.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceProperties {
+    /// Total device memory in bytes.
+    pub total_memory: u64,
+    /// Largest single page the core should ask a storage for by default.
+    pub max_page_size: u64,
+    /// Alignment of every page address and of every offset the core hands out.
+    pub alignment: u64,
+    /// Integrated GPU (APU) sharing memory with the host: picks tighter
+    /// drop-queue thresholds.
+    pub integrated: bool,
+}
+
+/// Coarse classification of a platform error, so the core can react
+/// (retry after cleanup on out-of-memory, stop on device loss) without
+/// knowing the driver's numbers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The storage could not provide the requested bytes.
+    OutOfMemory,
+    /// The device is gone or in a state that accepts no more work.
+    DeviceLost,
+    /// No runtime or no device present.
+    NotAvailable,
+    /// The operation is not permitted while the stream is capturing
+    /// (e.g. a host synchronization); the capture is invalidated.
+    CaptureUnsupported,
+    /// The capture was invalidated by an earlier operation; `end_capture`
+    /// cannot produce a graph.
+    CaptureInvalidated,
+    /// A kernel failed to compile, load or run.
+    Kernel,
+    /// A bad argument (caller bug the driver caught).
+    InvalidValue,
+    /// Anything else.
+    Other,
+}
+
+/// The error type of a platform: printable, and classifiable.
+pub trait PlatformError: fmt::Debug + fmt::Display {
+    /// What kind of failure this is.
+    fn kind(&self) -> ErrorKind;
+}
+
+/// Pages of memory for one pool set: device memory for a stream's pools, or
+/// pinned host memory for the staging pool.
+///
+/// An implementation MUST guarantee:
+/// - `alloc` returns a page of at least `size` bytes whose id is not the id of
+///   any other live page, aligned to [`Storage::alignment`]; on exhaustion it
+///   returns an error whose [`PlatformError::kind`] is
+///   [`ErrorKind::OutOfMemory`] and changes nothing.
+/// - `dealloc` of a live page never fails and never blocks; the page's memory
+///   stays valid for work already queued until the next `flush` (which may
+///   release it, after whatever synchronization the platform needs).
+/// - ids passed to `dealloc` are never reused by `alloc` before that `flush`.
+pub trait Storage {
+    /// The platform's error.
+    type Error: PlatformError;
+
+    /// Alignment every page start honours, in bytes (a power of two).
+    fn alignment(&self) -> u64;
+
+    /// Allocates one page of `size` bytes.
+    fn alloc(&mut self, size: u64) -> Result<PageId, Self::Error>;
+
+    /// Marks a page for release; the memory is released at the next `flush`.
+    fn dealloc(&mut self, page: PageId);
+
+    /// Releases every page passed to `dealloc` since the last flush.
+    fn flush(&mut self) -> Result<(), Self::Error>;
+}
+
+/// Pinned host memory the host can read and write directly; the staging area
+/// for uploads and downloads.
+///
+/// An implementation MUST guarantee that `write` and `read` touch exactly the
+/// given bytes of a live page and fail (not panic) on a range outside it.
+/// The core only reads bytes after synchronizing with every copy into them
+/// and only writes bytes no queued copy still reads.
+pub trait HostStorage: Storage {
+    /// Copies `data` into the page at `offset`.
+    fn write(&mut self, page: PageId, offset: u64, data: &[u8]) -> Result<(), Self::Error>;
+    /// Copies bytes of the page at `offset` into `out`.
+    fn read(&self, page: PageId, offset: u64, out: &mut [u8]) -> Result<(), Self::Error>;
+}
+
+/// A GPU: streams, events, copies, kernels and graph capture.
+///
+/// All work submitted to one stream runs in submission order. Work on
+/// different streams is unordered unless an event orders it.
+pub trait Platform {
+    /// An in-order queue of device work.
+    type Stream;
+    /// A point recorded on a stream. Dropping it releases the driver object
+    /// exactly once (the driver may keep it alive while waits still use it).
+    type Event;
+    /// Device pages for one stream's pools.
+    type Storage: Storage<Error = Self::Error>;
+    /// Pinned host pages for staging.
+    type HostStorage: HostStorage<Error = Self::Error>;
+    /// A sealed, replayable capture of a stream's work.
+    type Graph;
+    /// A loaded kernel.
+    type Kernel;
+    /// The platform's error.
+    type Error: PlatformError;
+
+    /// Static facts about the device.
+    fn properties(&self) -> DeviceProperties;
+
+    /// Creates a stream. MUST NOT implicitly synchronize with other streams
+    /// (non-blocking with respect to the legacy default stream).
+    fn create_stream(&self) -> Result<Self::Stream, Self::Error>;
+
+    /// A storage for one stream's device pools. Pages from it MAY be used on
+    /// any stream of this platform.
+    fn device_storage(&self) -> Result<Self::Storage, Self::Error>;
+
+    /// A storage of pinned host pages.
+    fn host_storage(&self) -> Result<Self::HostStorage, Self::Error>;
+
+    /// Records an event after all work queued on `stream` so far. The event
+    /// passes once that work has completed. While the stream is capturing the
+    /// event is captured too (it orders work inside the graph).
+    fn record(&self, stream: &mut Self::Stream) -> Result<Self::Event, Self::Error>;
+
+    /// Makes all work queued on `stream` after this call wait until `event`
+    /// has passed. MUST NOT block the host.
+    fn wait(&self, stream: &mut Self::Stream, event: &Self::Event) -> Result<(), Self::Error>;
+
+    /// Whether `event` has passed. MUST NOT block the host. Once it answers
+    /// `true` for an event, it answers `true` for it forever.
+    fn query(&self, event: &Self::Event) -> Result<bool, Self::Error>;
+
+    /// Blocks the host until `event` has passed. Called during a capture it
+    /// MUST fail with [`ErrorKind::CaptureUnsupported`] (and the capture is
+    /// invalidated), as drivers do.
+    fn synchronize(&self, event: &Self::Event) -> Result<(), Self::Error>;
+
+    /// Queues a copy of `src` (pinned host) into `dst` (device) on `stream`.
+    /// `src.len == dst.len`. The host bytes MUST stay untouched until an
+    /// event recorded after this call has passed.
+    fn copy_to_device(
+        &self,
+        stream: &mut Self::Stream,
+        src: HostRange,
+        dst: DeviceRange,
+    ) -> Result<(), Self::Error>;
+
+    /// Queues a copy of `src` (device) into `dst` (pinned host) on `stream`.
+    /// The host bytes are valid once an event recorded after this call has
+    /// passed.
+    fn copy_to_host(
+        &self,
+        stream: &mut Self::Stream,
+        src: DeviceRange,
+        dst: HostRange,
+    ) -> Result<(), Self::Error>;
+
+    /// Queues a device-to-device copy on `stream`.
+    fn copy_device(
+        &self,
+        stream: &mut Self::Stream,
+        src: DeviceRange,
+        dst: DeviceRange,
+    ) -> Result<(), Self::Error>;
+
+    /// Compiles and loads a kernel.
+    fn load_kernel(&self, source: &KernelSource<'_>) -> Result<Self::Kernel, Self::Error>;
+
+    /// Queues a kernel launch on `stream`. The kernel touches only the bytes
+    /// of `bindings`, as their [`Access`] says. An error means the launch was
+    /// not queued, or (for drivers that report it) that it failed.
+    fn launch(
+        &self,
+        stream: &mut Self::Stream,
+        kernel: &Self::Kernel,
+        dims: LaunchDims,
+        bindings: &[Binding],
+    ) -> Result<(), Self::Error>;
+
+    /// Starts capturing `stream`: work queued on it from now on is recorded,
+    /// not run, until [`Platform::end_capture`].
+    fn begin_capture(&self, stream: &mut Self::Stream) -> Result<(), Self::Error>;
+
+    /// Stops capturing and seals what was recorded into a graph. If anything
+    /// invalidated the capture (a host synchronization, a storage allocation on
+    /// platforms that forbid it) it MUST fail with
+    /// [`ErrorKind::CaptureInvalidated`] and leave the stream not capturing.
+    fn end_capture(&self, stream: &mut Self::Stream) -> Result<Self::Graph, Self::Error>;
+
+    /// Queues one replay of `graph` on `stream`. The replay touches the same
+    /// device addresses the capture recorded.
+    fn launch_graph(
+        &self,
+        stream: &mut Self::Stream,
+        graph: &Self::Graph,
+    ) -> Result<(), Self::Error>;
+
+    /// Destroys a graph. Replays already queued still complete.
+    fn destroy_graph(&self, graph: Self::Graph) -> Result<(), Self::Error>;
+}

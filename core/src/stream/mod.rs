@@ -1,0 +1,3 @@
+//! Streams: the capture lifecycle, the stream pool and multi-stream sync.
+
+pub mod capture;

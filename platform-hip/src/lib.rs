@@ -1,0 +1,1 @@
+//! The streamcore platform over real HIP (filled by the HIP work).

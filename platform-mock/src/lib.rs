@@ -1,0 +1,1 @@
+//! A deterministic simulated GPU platform for streamcore (filled by the mock work).

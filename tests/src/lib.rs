@@ -1,0 +1,1 @@
+//! The streamcore scenario suite, written once against the platform traits.
