@@ -50,6 +50,9 @@ impl Claims {
 
     /// The first (lowest) segment sharing a byte with `[start, end)`.
     pub(crate) fn first_overlap(&self, start: u64, end: u64) -> Option<&Seg> {
+        if start >= end {
+            return None;
+        }
         let segs = self.as_slice();
         let i = segs.partition_point(|g| g.end <= start);
         segs.get(i).filter(|g| g.start < end)
@@ -57,6 +60,9 @@ impl Claims {
 
     /// The segments sharing a byte with `[start, end)`, in order.
     pub(crate) fn overlapping(&self, start: u64, end: u64) -> &[Seg] {
+        if start >= end {
+            return &[];
+        }
         let segs = self.as_slice();
         let lo = segs.partition_point(|g| g.end <= start);
         let hi = segs.partition_point(|g| g.start < end);
@@ -236,6 +242,12 @@ mod tests {
         assert_eq!(c.as_ref().unwrap().first_overlap(30, 40), None);
         assert_eq!(c.as_ref().unwrap().overlapping(4, 6).len(), 2);
         assert_eq!(c.as_ref().unwrap().overlapping(30, 31).len(), 0);
+        assert_eq!(c.as_ref().unwrap().first_overlap(7, 7), None, "empty range");
+        assert_eq!(
+            c.as_ref().unwrap().overlapping(7, 7).len(),
+            0,
+            "empty range"
+        );
     }
 
     #[test]
