@@ -241,12 +241,16 @@ impl<E> ErrorGraph<E> {
             Some(node) => {
                 // Walk back in time: each step takes the newest record, older
                 // than the last one taken, that would have written the bytes.
+                // A buffer whose reservation failed is its own origin: no
+                // write ever changed its claim.
                 let records = node.skip_records();
                 let mut cursor = records.len();
-                while let Some(j) = (0..cursor)
-                    .rev()
-                    .find(|&j| records[j].outputs.iter().any(|o| o.overlaps(&at)))
-                {
+                let unbacked_root = |at: &Region| {
+                    self.is_unbacked(at.alloc) && node.stopped().iter().any(|o| o.overlaps(at))
+                };
+                while let Some(j) = (0..cursor).rev().find(|&j| {
+                    !unbacked_root(&at) && records[j].outputs.iter().any(|o| o.overlaps(&at))
+                }) {
                     let r = &records[j];
                     chain.push(ChainLink {
                         output: at,
