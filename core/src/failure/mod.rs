@@ -27,6 +27,35 @@
 //! Failure nodes are refcounted by the claims that carry them and pruned when
 //! none is left: the graph leaks only if the program leaks allocations.
 //!
+//! ```
+//! use streamcore::failure::{
+//!     AllocId, Cause, Decision, ErrorGraph, KernelName, Operand, Operation, Region,
+//! };
+//!
+//! let mut graph: ErrorGraph<&str> = ErrorGraph::new();
+//! let (a, b) = (Region::new(AllocId(1), 0, 64), Region::new(AllocId(2), 0, 64));
+//! let produce = Operation::Launch(KernelName::new("produce"));
+//! let consume = Operation::Launch(KernelName::new("consume"));
+//!
+//! // `produce` runs and fails on the platform: `a` is claimed.
+//! assert_eq!(graph.begin(&produce, &[Operand::write(a)]), Decision::Run);
+//! let failure = graph.failed(Cause::new(produce, "illegal address"), &[Operand::write(a)]);
+//!
+//! // `consume` reads `a`: skipped, and `b` inherits the claim.
+//! let ops = [Operand::read(a), Operand::write(b)];
+//! assert_eq!(graph.begin(&consume, &ops), Decision::Skipped(failure));
+//!
+//! // Reading `b` back names the chain: b <- consume <- produce.
+//! let report = graph.check_read(b).unwrap_err();
+//! assert!(report.to_string().contains("kernel `consume` skipped"));
+//! assert!(report.to_string().contains("kernel `produce` failed: illegal address"));
+//!
+//! // Freeing the buffers prunes the failure.
+//! graph.free(AllocId(1));
+//! graph.free(AllocId(2));
+//! assert!(graph.is_empty());
+//! ```
+//!
 //! Costs: the clean path (no claim on any operand) is one hash-map miss per
 //! operand and allocates nothing; an allocation with one claimed range holds
 //! no heap memory of its own; claimed paths are `O(log n + k)` in the claimed
