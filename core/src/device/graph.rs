@@ -1,0 +1,302 @@
+//! Graph capture through the device: warm-up, capture, seal, replay,
+//! release. The stream's capture state, memory manager, info cache and drop
+//! queue move together.
+
+use alloc::vec::Vec;
+
+use super::handle::{Graph, GraphId};
+use super::state::{Deferred, GraphState, Inner, Res, WindowUse};
+use crate::error::Error;
+use crate::failure::{AllocId, Decision, KernelName, Operand, Operation, Region};
+use crate::info_cache::{CacheMode, GraphId as CacheGraphId};
+use crate::platform::{Access, Platform};
+use crate::stream::{CaptureError, StreamId};
+
+impl<P: Platform> Inner<P> {
+    /// `NoCapture → Prepare`: the warm-up. Pools retain what they hand out
+    /// and the info cache records what the window uses.
+    pub(crate) fn prepare(&mut self, sid: StreamId) -> Res<(), P> {
+        self.process_releases()?;
+        let st = self.stream(sid)?;
+        st.capture.prepare()?;
+        if let Err(e) = st.memory.prepare() {
+            let _ = st.capture.abort();
+            return Err(e.into());
+        }
+        let mut evicted = core::mem::take(&mut self.scratch_deferred);
+        st.info.set_mode(CacheMode::Capture, |(h, _)| evicted.push(Deferred::Device(h)));
+        for d in evicted.drain(..) {
+            self.defer(sid, d, 0)?;
+        }
+        self.scratch_deferred = evicted;
+        Ok(())
+    }
+
+    /// `Prepare → Capture`: the retained slices go back to the pools, due
+    /// frees are flushed, and the platform starts recording.
+    pub(crate) fn begin_capture(&mut self, sid: StreamId) -> Res<(), P> {
+        self.process_releases()?;
+        let st = self.stream(sid)?;
+        st.capture.begin()?;
+        st.memory.begin_capture()?;
+        // Fence what is staged now: once recording, no fence can be recorded.
+        self.flush(sid)?;
+        let st = self.stream(sid)?;
+        let _ = st.drops.set_recording(true);
+        if let Err(e) = self.platform.begin_capture(&mut st.stream) {
+            let _ = st.drops.set_recording(false);
+            let _ = st.capture.abort();
+            let _ = st.memory.abort_capture();
+            let mut evicted = core::mem::take(&mut self.scratch_deferred);
+            let _ = st.info.capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
+            for d in evicted.drain(..) {
+                self.defer(sid, d, 0)?;
+            }
+            self.scratch_deferred = evicted;
+            return Err(Error::platform("begin_capture", e));
+        }
+        Ok(())
+    }
+
+    /// Ends the capture. A doomed window, or a capture the platform
+    /// invalidated, yields no graph: everything the window held is released
+    /// and the error says why.
+    pub(crate) fn end_capture(&mut self, sid: StreamId) -> Res<Graph, P> {
+        self.process_releases()?;
+        let st = self.stream(sid)?;
+        // Out-of-order calls are rejected before anything changes.
+        if let Err(e @ CaptureError::NotCapturing { .. }) = st.capture.check_end() {
+            return Err(e.into());
+        }
+        let sealed = st.capture.end();
+        let graph = self.platform.end_capture(&mut st.stream);
+        let owed = st.drops.set_recording(false);
+        let mut pinned = Vec::new();
+        let memory = st.memory.end_capture(|c| pinned.push(c.handle));
+        let window = core::mem::take(&mut st.window);
+        let window_host = core::mem::take(&mut st.window_host);
+
+        let outcome: Res<P::Graph, P> = match (sealed, graph) {
+            (Ok(()), Ok(g)) => match memory {
+                Ok(()) => Ok(g),
+                Err(e) => {
+                    let _ = self.platform.destroy_graph(g);
+                    Err(e.into())
+                }
+            },
+            (Err(doomed), Ok(g)) => {
+                let _ = self.platform.destroy_graph(g);
+                Err(doomed.into())
+            }
+            (Err(doomed), Err(_)) => Err(doomed.into()),
+            (Ok(()), Err(e)) => Err(Error::platform("end_capture", e)),
+        };
+        let gid = GraphId(self.next_graph);
+        self.next_graph += 1;
+        let result = match outcome {
+            Ok(g) => {
+                let st = self.stream(sid)?;
+                let mut evicted = core::mem::take(&mut self.scratch_deferred);
+                let _ = st
+                    .info
+                    .capture_commit(CacheGraphId(gid.0), |(h, _)| evicted.push(Deferred::Device(h)));
+                for d in evicted.drain(..) {
+                    self.defer(sid, d, 0)?;
+                }
+                self.scratch_deferred = evicted;
+                let (uses, operands) = self.net_uses(window)?;
+                self.graphs.insert(
+                    gid,
+                    GraphState {
+                        graph: Some(g),
+                        stream: sid,
+                        name: KernelName::new(&alloc::format!("graph #{}", gid.0)),
+                        uses,
+                        operands,
+                        pinned,
+                        host: window_host,
+                    },
+                );
+                self.stats.graphs_sealed += 1;
+                Ok(Graph::new(gid, sid, self.id, self.releases.clone()))
+            }
+            Err(e) => {
+                let st = self.stream(sid)?;
+                for h in pinned {
+                    let _ = st.memory.unpin(h);
+                }
+                let mut evicted = core::mem::take(&mut self.scratch_deferred);
+                let _ = st.info.capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
+                for h in window_host {
+                    evicted.push(Deferred::Host(h));
+                }
+                for d in evicted.drain(..) {
+                    self.defer(sid, d, 0)?;
+                }
+                self.scratch_deferred = evicted;
+                drop(window);
+                Err(e)
+            }
+        };
+        if owed {
+            self.flush(sid)?;
+        }
+        result
+    }
+
+    /// Closes an open window without a graph.
+    pub(crate) fn abort_capture(&mut self, sid: StreamId) -> Res<(), P> {
+        self.process_releases()?;
+        let st = self.stream(sid)?;
+        let recording = st.capture.is_recording();
+        st.capture.abort()?;
+        if recording {
+            if let Ok(g) = self.platform.end_capture(&mut st.stream) {
+                let _ = self.platform.destroy_graph(g);
+            }
+        }
+        let owed = st.drops.set_recording(false);
+        let _ = st.memory.abort_capture();
+        let window = core::mem::take(&mut st.window);
+        let window_host = core::mem::take(&mut st.window_host);
+        let mut evicted = core::mem::take(&mut self.scratch_deferred);
+        let _ = st.info.capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
+        for h in window_host {
+            evicted.push(Deferred::Host(h));
+        }
+        for d in evicted.drain(..) {
+            self.defer(sid, d, 0)?;
+        }
+        self.scratch_deferred = evicted;
+        drop(window);
+        if owed {
+            self.flush(sid)?;
+        }
+        Ok(())
+    }
+
+    /// The graph's net use of each buffer: a buffer whose first use in the
+    /// window is a full write is an output (reads after it are internal);
+    /// otherwise it is an input, and an output too if anything wrote it.
+    fn net_uses(&self, window: Vec<WindowUse>) -> Res<(Vec<WindowUse>, Vec<Operand>), P> {
+        let mut uses: Vec<WindowUse> = Vec::new();
+        for w in window {
+            if let Some(u) = uses.iter_mut().find(|u| u.buffer.id() == w.buffer.id()) {
+                if u.access == Access::Read && w.access.writes() {
+                    u.access = Access::ReadWrite;
+                }
+            } else {
+                uses.push(w);
+            }
+        }
+        let mut operands = Vec::with_capacity(uses.len());
+        for u in &uses {
+            let size = self.buffers.get(u.buffer.id())?.size;
+            operands.push(Operand {
+                region: Region::new(AllocId(u.buffer.id().as_u64()), 0, size),
+                access: u.access,
+            });
+        }
+        Ok((uses, operands))
+    }
+
+    /// Queues one replay of `graph` on the stream it was captured on.
+    pub(crate) fn replay(&mut self, graph: &Graph) -> Res<super::Launched, P> {
+        self.process_releases()?;
+        if graph.device() != self.id {
+            return Err(Error::UnknownGraph(graph.id()));
+        }
+        let gid = graph.id();
+        let Some(gs) = self.graphs.get(&gid) else {
+            return Err(Error::UnknownGraph(gid));
+        };
+        let sid = gs.stream;
+        if self.streams.get(sid).is_some_and(|s| s.capture.is_recording()) {
+            return Err(Error::NotWhileCapturing { op: "replay" });
+        }
+        let op = Operation::Launch(gs.name.clone());
+        if let Decision::Skipped(f) = self.taint.begin(&op, &gs.operands) {
+            self.stats.skipped += 1;
+            return Ok(super::Launched::Skipped(f));
+        }
+        self.scratch_marks.clear();
+        let n = gs.uses.len();
+        for i in 0..n {
+            let (id, access) = {
+                let u = &self.graphs[&gid].uses[i];
+                (u.buffer.id(), u.access)
+            };
+            self.push_marks(id, access)?;
+        }
+        self.wait_for_marks(sid)?;
+        let Self {
+            platform,
+            streams,
+            graphs,
+            ..
+        } = self;
+        let st = streams
+            .get_mut(sid)
+            .ok_or(Error::InvalidArgument("stream not created"))?;
+        let gs = graphs.get(&gid).ok_or(Error::UnknownGraph(gid))?;
+        let Some(g) = gs.graph.as_ref() else {
+            return Err(Error::UnknownGraph(gid));
+        };
+        match platform.launch_graph(&mut st.stream, g) {
+            Ok(()) => {
+                self.stats.graph_replays += 1;
+                let cursor = self.sync.submit(sid)?;
+                let gs = &self.graphs[&gid];
+                self.taint.succeeded(&gs.operands);
+                for i in 0..n {
+                    let (id, access) = {
+                        let u = &self.graphs[&gid].uses[i];
+                        (u.buffer.id(), u.access)
+                    };
+                    self.mark_use(id, sid, cursor, access)?;
+                }
+                Ok(super::Launched::Queued)
+            }
+            Err(e) => {
+                self.scratch_ops.clear();
+                let ops = self.graphs[&gid].operands.clone();
+                self.scratch_ops.extend(ops);
+                Err(self.work_failed(sid, "launch_graph", op, e))
+            }
+        }
+    }
+
+    /// The last handle of a graph is gone: destroy it and release its pins.
+    pub(crate) fn release_graph(&mut self, gid: GraphId) -> Res<(), P> {
+        let Some(mut gs) = self.graphs.remove(&gid) else {
+            return Ok(());
+        };
+        let sid = gs.stream;
+        let destroyed = match gs.graph.take() {
+            Some(g) => self.platform.destroy_graph(g).map_err(|e| Error::platform("destroy_graph", e)),
+            None => Ok(()),
+        };
+        let st = self.stream(sid)?;
+        let mut evicted = core::mem::take(&mut self.scratch_deferred);
+        let _ = st
+            .info
+            .graph_release(CacheGraphId(gid.0), |(h, _)| evicted.push(Deferred::Device(h)));
+        for h in gs.pinned.drain(..) {
+            let _ = st.memory.unpin(h);
+        }
+        // The graph's replays may still be queued: staging bytes go through
+        // the drop queue like any other retired slice.
+        for h in gs.host.drain(..) {
+            evicted.push(Deferred::Host(h));
+        }
+        for d in evicted.drain(..) {
+            self.defer(sid, d, 0)?;
+        }
+        self.scratch_deferred = evicted;
+        self.stats.graphs_released += 1;
+        // Dropping `gs.uses` drops buffer handles: their ids land in the
+        // release queue, which the caller's loop processes next.
+        drop(gs);
+        destroyed
+    }
+}
