@@ -198,7 +198,7 @@ impl Model {
                 }
             }
         }
-        back.extend(self.lru.drain(..));
+        back.append(&mut self.lru);
         self.lru = back;
         self.trim(evicted);
         Ok(unpinned)
