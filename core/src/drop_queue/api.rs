@@ -28,6 +28,24 @@ macro_rules! shared_queue_api {
             self.engine.flush_with(record)
         }
 
+        /// Seals every staged item behind `fence`, a fence the caller has
+        /// already recorded after the items' last use. When nothing is staged,
+        /// or while recording a capture (where a recorded fence is a graph
+        /// node, not an observable point), `fence` is dropped unused and the
+        /// answer is [`Flushed::Nothing`] or [`Flushed::Deferred`] (owed).
+        /// Prefer [`Self::flush_with`], which records a fence only when one
+        /// is needed.
+        pub fn flush(&mut self, fence: F) -> Flushed {
+            match self
+                .engine
+                .flush_with(|| Ok::<F, core::convert::Infallible>(fence))
+            {
+                Ok(flushed) => flushed,
+                Err(DropQueueError::Fence(never)) => match never {},
+                Err(DropQueueError::Recording) => Flushed::Deferred,
+            }
+        }
+
         /// Releases, oldest first, every pending batch whose fence has passed,
         /// handing each item to `release`; never blocks. `passed` answers
         /// whether a fence has passed (typically `|e| platform.query(e)`).

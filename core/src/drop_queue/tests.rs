@@ -468,3 +468,19 @@ fn errors_display_readably() {
     };
     assert!(alloc::format!("{e}").contains("42 bytes"));
 }
+
+#[test]
+fn flush_with_a_ready_fence() {
+    let mut q: DropQueue<u32, u64> = DropQueue::new(POLICY);
+    assert_eq!(q.flush(1), Flushed::Nothing);
+    let _ = q.push(1, 4);
+    q.set_recording(true);
+    assert_eq!(q.flush(2), Flushed::Deferred);
+    assert!(q.flush_owed());
+    q.set_recording(false);
+    assert_eq!(q.flush(3), Flushed::Sealed { items: 1, bytes: 4 });
+    assert_eq!(q.oldest_fence(), Some(&3));
+    let mut b: BoundedDropQueue<u32, u64, 2, 1> = BoundedDropQueue::new(POLICY);
+    let _ = b.push(1, 1).unwrap();
+    assert_eq!(b.flush(1), Flushed::Sealed { items: 1, bytes: 1 });
+}
