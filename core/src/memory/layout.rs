@@ -1,0 +1,532 @@
+//! Pool layouts: which pools a manager has, which sizes each serves, and the
+//! policies (trimming, periodic release, fit slack) that decide how much idle
+//! memory it keeps.
+//!
+//! A layout is a list of [`PoolSpec`]s ordered by the largest request each
+//! serves, plus a [`MemoryPolicy`]. A request goes to the first pool whose
+//! `max_slice` holds it; a request larger than every pool's `max_slice` takes
+//! the dedicated path (its own page, released as soon as it is freed). A
+//! persistent pool (exact-size pages, never trimmed) serves every request made
+//! in persistent mode. Both always exist and are not listed.
+
+use alloc::vec::Vec;
+use core::fmt;
+use core::num::NonZeroU64;
+
+use crate::platform::DeviceProperties;
+
+/// The most pools a layout may list (the persistent pool and the dedicated
+/// path come on top).
+pub const MAX_POOLS: usize = 8;
+
+/// The largest page budget a layout may ask for (page indices are `u32`).
+pub const MAX_PAGES: u32 = 1 << 24;
+
+/// How a pool carves its pages.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PoolKind {
+    /// Tiny requests (metadata, info buffers) in their own sliced pages, so
+    /// their churn never fragments the pages of larger data.
+    Small,
+    /// Pages of a fixed size split into slices; neighbours coalesce on free.
+    /// Free slices are found through two-level segregated lists (O(1)).
+    Sliced,
+    /// One allocation per page, each page sized to its request (rounded to
+    /// the alignment). An idle page is reused only for a request it fits
+    /// tightly (see [`MemoryPolicy::fit_slack_shift`]).
+    Exclusive,
+    /// Exact-size pages for persistent mode; not listed in a layout.
+    Persistent,
+    /// Requests larger than every pool: a page each, released on free; not
+    /// listed in a layout.
+    Dedicated,
+}
+
+impl PoolKind {
+    /// A short lowercase name for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PoolKind::Small => "small",
+            PoolKind::Sliced => "sliced",
+            PoolKind::Exclusive => "exclusive",
+            PoolKind::Persistent => "persistent",
+            PoolKind::Dedicated => "dedicated",
+        }
+    }
+}
+
+impl fmt::Display for PoolKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One pool of a layout.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PoolSpec {
+    /// How the pool carves pages. Only `Small`, `Sliced` and `Exclusive`
+    /// may be listed.
+    pub kind: PoolKind,
+    /// Sliced and small pools: the size of every page. Exclusive pools: the
+    /// largest page the pool makes (pages are sized to their request).
+    pub page_size: u64,
+    /// The largest request the pool serves (at most `page_size`).
+    pub max_slice: u64,
+    /// The most bytes the pool may hold from storage; `None` for no cap.
+    pub cap: Option<u64>,
+}
+
+impl PoolSpec {
+    /// A small pool of `page_size` pages for requests up to `max_slice`.
+    pub const fn small(page_size: u64, max_slice: u64) -> Self {
+        Self {
+            kind: PoolKind::Small,
+            page_size,
+            max_slice,
+            cap: None,
+        }
+    }
+
+    /// A sliced pool of `page_size` pages for requests up to `max_slice`.
+    pub const fn sliced(page_size: u64, max_slice: u64) -> Self {
+        Self {
+            kind: PoolKind::Sliced,
+            page_size,
+            max_slice,
+            cap: None,
+        }
+    }
+
+    /// An exclusive pool for requests up to `max_size` (one page each).
+    pub const fn exclusive(max_size: u64) -> Self {
+        Self {
+            kind: PoolKind::Exclusive,
+            page_size: max_size,
+            max_slice: max_size,
+            cap: None,
+        }
+    }
+
+    /// The same pool with a cap on the bytes it may hold.
+    pub const fn with_cap(mut self, cap: u64) -> Self {
+        self.cap = Some(cap);
+        self
+    }
+}
+
+/// The thresholds that decide how much idle memory a manager keeps.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MemoryPolicy {
+    /// Trim before grow: when a reserve must take new storage and the bytes
+    /// held (pages, plus pages released but not yet flushed) would pass the
+    /// highest figure held so far, idle pages are released (oldest idle
+    /// first) and the storage flushed before allocating, until the new page
+    /// fits under that figure or nothing idle is left. Memory held then only
+    /// grows when live data needs it. Never while a capture window is open.
+    pub trim_before_grow: bool,
+    /// Periodic release: an idle page that stayed idle for this many
+    /// reserves is released (checked every `period` reserves, so a page goes
+    /// after one to two periods). `None` turns it off. Never while a capture
+    /// window is open.
+    pub release_idle_after: Option<NonZeroU64>,
+    /// An idle exclusive (or persistent) page of `p` bytes is reused for a
+    /// request of `r` bytes only when `p - r <= r >> fit_slack_shift`; a
+    /// looser page stays idle (and is what trimming releases first). 64 means
+    /// exact fits only.
+    pub fit_slack_shift: u32,
+    /// Serve every request from the persistent pool, whatever the mode the
+    /// caller sets (as a pinned-host staging pool does).
+    pub force_persistent: bool,
+    /// The most pages the manager may hold at once.
+    pub max_pages: u32,
+}
+
+impl Default for MemoryPolicy {
+    fn default() -> Self {
+        Self {
+            trim_before_grow: true,
+            release_idle_after: None,
+            fit_slack_shift: 5,
+            force_persistent: false,
+            max_pages: 1 << 20,
+        }
+    }
+}
+
+/// A validated pool layout and its policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryLayout {
+    pools: Vec<PoolSpec>,
+    alignment: u64,
+    policy: MemoryPolicy,
+}
+
+/// Ready-made layouts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LayoutPreset {
+    /// Small pool, a sliced pool for sizes up to 256 KiB, exclusive
+    /// exact-size pages up to the device's largest page.
+    Balanced,
+    /// Small pool, then exclusive exact-size pages for everything else: the
+    /// tightest fit, more storage allocations.
+    ExclusivePages,
+    /// Small pool, then sliced pools of growing pages up to the device's
+    /// largest page: the fewest storage allocations, more padding.
+    Sliced,
+}
+
+/// Why a layout was refused.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LayoutError {
+    /// The pool list is empty.
+    Empty,
+    /// A pool has a zero page size or a zero largest slice.
+    ZeroSize {
+        /// The pool's index in the list.
+        pool: usize,
+    },
+    /// A pool's largest slice exceeds its page size.
+    SliceLargerThanPage {
+        /// The pool's index in the list.
+        pool: usize,
+        /// Its largest slice.
+        slice: u64,
+        /// Its page size.
+        page: u64,
+    },
+    /// A pool's cap is smaller than one of its pages.
+    CapSmallerThanPage {
+        /// The pool's index in the list.
+        pool: usize,
+        /// Its cap.
+        cap: u64,
+        /// Its page size.
+        page: u64,
+    },
+    /// The page budget exceeds [`MAX_PAGES`] (or is zero).
+    TooManyPages {
+        /// The budget asked for.
+        requested: u32,
+        /// The limit.
+        limit: u32,
+    },
+    /// More than [`MAX_POOLS`] pools.
+    TooManyPools {
+        /// The number listed.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Pools must be listed by strictly growing `max_slice`.
+    Unordered {
+        /// The first pool out of order.
+        pool: usize,
+    },
+    /// `Persistent` and `Dedicated` pools always exist and cannot be listed.
+    ReservedKind {
+        /// The pool's index in the list.
+        pool: usize,
+    },
+    /// The alignment is zero or not a power of two.
+    BadAlignment {
+        /// The alignment given.
+        alignment: u64,
+    },
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            LayoutError::Empty => write!(f, "the layout lists no pool"),
+            LayoutError::ZeroSize { pool } => {
+                write!(f, "pool {pool} has a zero page size or largest slice")
+            }
+            LayoutError::SliceLargerThanPage { pool, slice, page } => write!(
+                f,
+                "pool {pool}: largest slice {slice} B exceeds its page size {page} B"
+            ),
+            LayoutError::CapSmallerThanPage { pool, cap, page } => {
+                write!(
+                    f,
+                    "pool {pool}: cap {cap} B is smaller than one page ({page} B)"
+                )
+            }
+            LayoutError::TooManyPages { requested, limit } => {
+                write!(f, "page budget {requested} is outside 1..={limit}")
+            }
+            LayoutError::TooManyPools { count, limit } => {
+                write!(f, "{count} pools listed, at most {limit} allowed")
+            }
+            LayoutError::Unordered { pool } => write!(
+                f,
+                "pool {pool}: pools must be listed by strictly growing largest slice"
+            ),
+            LayoutError::ReservedKind { pool } => write!(
+                f,
+                "pool {pool}: persistent and dedicated pools always exist and cannot be listed"
+            ),
+            LayoutError::BadAlignment { alignment } => {
+                write!(f, "alignment {alignment} is not a power of two")
+            }
+        }
+    }
+}
+
+impl core::error::Error for LayoutError {}
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+
+impl MemoryLayout {
+    /// A custom layout: `pools` ordered by growing `max_slice`, offsets and
+    /// pages aligned to `alignment`, with `policy`.
+    pub fn new(
+        pools: &[PoolSpec],
+        alignment: u64,
+        policy: MemoryPolicy,
+    ) -> Result<Self, LayoutError> {
+        if alignment == 0 || !alignment.is_power_of_two() {
+            return Err(LayoutError::BadAlignment { alignment });
+        }
+        if pools.is_empty() {
+            return Err(LayoutError::Empty);
+        }
+        if pools.len() > MAX_POOLS {
+            return Err(LayoutError::TooManyPools {
+                count: pools.len(),
+                limit: MAX_POOLS,
+            });
+        }
+        if policy.max_pages == 0 || policy.max_pages > MAX_PAGES {
+            return Err(LayoutError::TooManyPages {
+                requested: policy.max_pages,
+                limit: MAX_PAGES,
+            });
+        }
+        let mut previous = 0;
+        for (i, p) in pools.iter().enumerate() {
+            if matches!(p.kind, PoolKind::Persistent | PoolKind::Dedicated) {
+                return Err(LayoutError::ReservedKind { pool: i });
+            }
+            if p.page_size == 0 || p.max_slice == 0 {
+                return Err(LayoutError::ZeroSize { pool: i });
+            }
+            if p.max_slice > p.page_size {
+                return Err(LayoutError::SliceLargerThanPage {
+                    pool: i,
+                    slice: p.max_slice,
+                    page: p.page_size,
+                });
+            }
+            if let Some(cap) = p.cap {
+                if cap < p.page_size {
+                    return Err(LayoutError::CapSmallerThanPage {
+                        pool: i,
+                        cap,
+                        page: p.page_size,
+                    });
+                }
+            }
+            if p.max_slice <= previous {
+                return Err(LayoutError::Unordered { pool: i });
+            }
+            previous = p.max_slice;
+        }
+        Ok(Self {
+            pools: pools.to_vec(),
+            alignment,
+            policy,
+        })
+    }
+
+    /// The default layout for a device: [`LayoutPreset::Balanced`].
+    pub fn for_device(props: &DeviceProperties) -> Self {
+        Self::preset(LayoutPreset::Balanced, props)
+    }
+
+    /// A preset shaped by the device's largest page and alignment.
+    pub fn preset(preset: LayoutPreset, props: &DeviceProperties) -> Self {
+        let alignment = if props.alignment.is_power_of_two() {
+            props.alignment
+        } else {
+            256
+        };
+        // Every pool must hold at least one aligned slice.
+        let max_page = props.max_page_size.max(16 * MIB).max(alignment);
+        let small_page = (MIB).max(alignment);
+        let small_max = (KIB).max(alignment).min(small_page);
+        let small = PoolSpec::small(small_page, small_max);
+        let mut pools: Vec<PoolSpec> = Vec::new();
+        pools.push(small);
+        match preset {
+            LayoutPreset::Balanced => {
+                let sliced_max = (256 * KIB).max(small_max * 2);
+                pools.push(PoolSpec::sliced((4 * MIB).max(sliced_max), sliced_max));
+                pools.push(PoolSpec::exclusive(max_page.max(sliced_max * 2)));
+            }
+            LayoutPreset::ExclusivePages => {
+                pools.push(PoolSpec::exclusive(max_page.max(small_max * 2)));
+            }
+            LayoutPreset::Sliced => {
+                let mut page = 4 * MIB;
+                let mut slice = 512 * KIB;
+                while page < max_page && pools.len() < MAX_POOLS - 1 {
+                    pools.push(PoolSpec::sliced(page, slice));
+                    page *= 8;
+                    slice *= 8;
+                }
+                pools.push(PoolSpec::sliced(max_page, max_page));
+            }
+        }
+        match Self::new(&pools, alignment, MemoryPolicy::default()) {
+            Ok(layout) => layout,
+            // The presets are built to be valid for any properties; fall back
+            // to the simplest layout if a future change breaks that.
+            Err(_) => Self {
+                pools: alloc::vec![PoolSpec::exclusive(max_page)],
+                alignment,
+                policy: MemoryPolicy::default(),
+            },
+        }
+    }
+
+    /// The same layout with another policy (validated again).
+    pub fn with_policy(&self, policy: MemoryPolicy) -> Result<Self, LayoutError> {
+        Self::new(&self.pools, self.alignment, policy)
+    }
+
+    /// The listed pools, by growing `max_slice`.
+    pub fn pools(&self) -> &[PoolSpec] {
+        &self.pools
+    }
+
+    /// The alignment of every page and offset.
+    pub const fn alignment(&self) -> u64 {
+        self.alignment
+    }
+
+    /// The policy.
+    pub const fn policy(&self) -> &MemoryPolicy {
+        &self.policy
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props() -> DeviceProperties {
+        DeviceProperties {
+            total_memory: 141 << 30,
+            max_page_size: 1 << 30,
+            alignment: 256,
+            integrated: false,
+        }
+    }
+
+    #[test]
+    fn presets_are_valid_and_ordered() {
+        for p in [
+            LayoutPreset::Balanced,
+            LayoutPreset::ExclusivePages,
+            LayoutPreset::Sliced,
+        ] {
+            let l = MemoryLayout::preset(p, &props());
+            let again = MemoryLayout::new(l.pools(), l.alignment(), *l.policy());
+            assert_eq!(again.as_ref(), Ok(&l), "{p:?}");
+            assert_eq!(l.pools().last().unwrap().max_slice, 1 << 30, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn odd_properties_still_give_a_valid_layout() {
+        let p = DeviceProperties {
+            total_memory: 0,
+            max_page_size: 0,
+            alignment: 3,
+            integrated: true,
+        };
+        let l = MemoryLayout::for_device(&p);
+        assert_eq!(l.alignment(), 256);
+        assert!(MemoryLayout::new(l.pools(), l.alignment(), *l.policy()).is_ok());
+    }
+
+    #[test]
+    fn each_invalid_layout_has_its_error() {
+        let pol = MemoryPolicy::default();
+        assert_eq!(MemoryLayout::new(&[], 256, pol), Err(LayoutError::Empty));
+        assert_eq!(
+            MemoryLayout::new(&[PoolSpec::sliced(0, 0)], 256, pol),
+            Err(LayoutError::ZeroSize { pool: 0 })
+        );
+        assert_eq!(
+            MemoryLayout::new(&[PoolSpec::sliced(1024, 2048)], 256, pol),
+            Err(LayoutError::SliceLargerThanPage {
+                pool: 0,
+                slice: 2048,
+                page: 1024
+            })
+        );
+        assert_eq!(
+            MemoryLayout::new(&[PoolSpec::sliced(4096, 1024).with_cap(2048)], 256, pol),
+            Err(LayoutError::CapSmallerThanPage {
+                pool: 0,
+                cap: 2048,
+                page: 4096
+            })
+        );
+        let many = [PoolSpec::exclusive(1 << 20); MAX_POOLS + 1];
+        assert_eq!(
+            MemoryLayout::new(&many, 256, pol),
+            Err(LayoutError::TooManyPools {
+                count: MAX_POOLS + 1,
+                limit: MAX_POOLS
+            })
+        );
+        let pages = MemoryPolicy {
+            max_pages: MAX_PAGES + 1,
+            ..pol
+        };
+        assert_eq!(
+            MemoryLayout::new(&[PoolSpec::exclusive(1 << 20)], 256, pages),
+            Err(LayoutError::TooManyPages {
+                requested: MAX_PAGES + 1,
+                limit: MAX_PAGES
+            })
+        );
+        assert_eq!(
+            MemoryLayout::new(
+                &[PoolSpec::exclusive(1 << 20), PoolSpec::exclusive(1 << 10)],
+                256,
+                pol
+            ),
+            Err(LayoutError::Unordered { pool: 1 })
+        );
+        let persistent = PoolSpec {
+            kind: PoolKind::Persistent,
+            ..PoolSpec::exclusive(1 << 20)
+        };
+        assert_eq!(
+            MemoryLayout::new(&[persistent], 256, pol),
+            Err(LayoutError::ReservedKind { pool: 0 })
+        );
+        assert_eq!(
+            MemoryLayout::new(&[PoolSpec::exclusive(1 << 20)], 96, pol),
+            Err(LayoutError::BadAlignment { alignment: 96 })
+        );
+        let text = alloc::format!(
+            "{}",
+            LayoutError::CapSmallerThanPage {
+                pool: 2,
+                cap: 1,
+                page: 4
+            }
+        );
+        assert!(
+            text.contains("pool 2") && text.contains("cap 1 B"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,410 @@
+//! The sliced-pool engine: pages split into blocks, free blocks indexed by
+//! two-level segregated free lists with bitmaps (TLSF), neighbours coalesced
+//! on free.
+//!
+//! - The first level is the power of two of a block's size (in alignment
+//!   units), the second splits each power of two into `SL` equal classes.
+//! - A request looks at the head of its own class first (a hit is often an
+//!   exact fit), then at the first non-empty class whose every block is large
+//!   enough (two bit scans): O(1), no scan over pages or blocks.
+//! - Blocks live in a slab (`Vec`) with a free list of vacant entries, so a
+//!   warm pool reserves and frees without touching the heap.
+//!
+//! The engine knows nothing of storage: the manager adds and removes whole
+//! pages and keeps the page table.
+
+use alloc::vec::Vec;
+
+pub(crate) const NIL: u32 = u32::MAX;
+
+const SL_BITS: u32 = 5;
+const SL: usize = 1 << SL_BITS;
+const FL: usize = 64;
+
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    /// The manager's page index.
+    page: u32,
+    prev_phys: u32,
+    next_phys: u32,
+    /// Free-list links (free blocks) or the vacant-entry chain (`next_free`).
+    free_prev: u32,
+    free_next: u32,
+    free: bool,
+    offset: u64,
+    size: u64,
+}
+
+/// One carved block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Carved {
+    pub block: u32,
+    pub page: u32,
+    pub offset: u64,
+}
+
+/// The TLSF index and the blocks of one sliced pool.
+#[derive(Debug)]
+pub(crate) struct SlicedEngine {
+    blocks: Vec<Block>,
+    vacant: u32,
+    shift: u32,
+    fl_map: u64,
+    sl_map: [u32; FL],
+    heads: [[u32; SL]; FL],
+}
+
+#[inline]
+fn mapping(units: u64) -> (usize, usize) {
+    if units < SL as u64 {
+        (0, units as usize)
+    } else {
+        let f = 63 - units.leading_zeros();
+        (
+            (f - SL_BITS + 1) as usize,
+            ((units >> (f - SL_BITS)) as usize) - SL,
+        )
+    }
+}
+
+/// The smallest class whose every block holds `units`.
+#[inline]
+fn mapping_up(units: u64) -> (usize, usize) {
+    if units < SL as u64 {
+        (0, units as usize)
+    } else {
+        let f = 63 - units.leading_zeros();
+        mapping(units + (1u64 << (f - SL_BITS)) - 1)
+    }
+}
+
+impl SlicedEngine {
+    /// An empty engine; every size and offset is a multiple of `alignment`
+    /// (a power of two).
+    pub fn new(alignment: u64) -> Self {
+        Self {
+            blocks: Vec::new(),
+            vacant: NIL,
+            shift: alignment.trailing_zeros(),
+            fl_map: 0,
+            sl_map: [0; FL],
+            heads: [[NIL; SL]; FL],
+        }
+    }
+
+    fn new_block(&mut self, b: Block) -> u32 {
+        if self.vacant != NIL {
+            let i = self.vacant;
+            self.vacant = self.blocks[i as usize].free_next;
+            self.blocks[i as usize] = b;
+            i
+        } else {
+            self.blocks.push(b);
+            (self.blocks.len() - 1) as u32
+        }
+    }
+
+    fn drop_block(&mut self, i: u32) {
+        let b = &mut self.blocks[i as usize];
+        b.free = false;
+        b.size = 0;
+        b.free_next = self.vacant;
+        self.vacant = i;
+    }
+
+    fn insert_free(&mut self, i: u32) {
+        let size = self.blocks[i as usize].size;
+        let (fl, sl) = mapping(size >> self.shift);
+        let head = self.heads[fl][sl];
+        {
+            let b = &mut self.blocks[i as usize];
+            b.free = true;
+            b.free_prev = NIL;
+            b.free_next = head;
+        }
+        if head != NIL {
+            self.blocks[head as usize].free_prev = i;
+        }
+        self.heads[fl][sl] = i;
+        self.sl_map[fl] |= 1 << sl;
+        self.fl_map |= 1 << fl;
+    }
+
+    fn remove_free(&mut self, i: u32) {
+        let Block {
+            size,
+            free_prev,
+            free_next,
+            ..
+        } = self.blocks[i as usize];
+        if free_prev != NIL {
+            self.blocks[free_prev as usize].free_next = free_next;
+        } else {
+            let (fl, sl) = mapping(size >> self.shift);
+            self.heads[fl][sl] = free_next;
+            if free_next == NIL {
+                self.sl_map[fl] &= !(1 << sl);
+                if self.sl_map[fl] == 0 {
+                    self.fl_map &= !(1 << fl);
+                }
+            }
+        }
+        if free_next != NIL {
+            self.blocks[free_next as usize].free_prev = free_prev;
+        }
+        self.blocks[i as usize].free = false;
+    }
+
+    fn find(&self, size: u64) -> Option<u32> {
+        let units = size >> self.shift;
+        let (fl, sl) = mapping(units);
+        let head = self.heads[fl][sl];
+        if head != NIL && self.blocks[head as usize].size >= size {
+            return Some(head);
+        }
+        let (fl, sl) = mapping_up(units);
+        if fl >= FL {
+            return None;
+        }
+        let mut bits = self.sl_map[fl] & (!0u32 << sl);
+        let mut fl = fl;
+        if bits == 0 {
+            let above = if fl + 1 >= FL {
+                0
+            } else {
+                self.fl_map & (!0u64 << (fl + 1))
+            };
+            if above == 0 {
+                return None;
+            }
+            fl = above.trailing_zeros() as usize;
+            bits = self.sl_map[fl];
+        }
+        Some(self.heads[fl][bits.trailing_zeros() as usize])
+    }
+
+    /// Adds a page of `size` bytes as one free block; returns that block
+    /// (which keeps covering offset 0 of the page for the page's life).
+    pub fn add_page(&mut self, page: u32, size: u64) -> u32 {
+        let i = self.new_block(Block {
+            page,
+            prev_phys: NIL,
+            next_phys: NIL,
+            free_prev: NIL,
+            free_next: NIL,
+            free: false,
+            offset: 0,
+            size,
+        });
+        self.insert_free(i);
+        i
+    }
+
+    /// Removes an idle page given its first block (which must be free and
+    /// cover the whole page).
+    pub fn remove_page(&mut self, first: u32) {
+        debug_assert!(self.blocks[first as usize].free);
+        debug_assert_eq!(self.blocks[first as usize].next_phys, NIL);
+        self.remove_free(first);
+        self.drop_block(first);
+    }
+
+    /// Carves `size` bytes (a multiple of the alignment) from a free block.
+    pub fn take(&mut self, size: u64) -> Option<Carved> {
+        let i = self.find(size)?;
+        self.remove_free(i);
+        let b = self.blocks[i as usize];
+        if b.size > size {
+            let rest = self.new_block(Block {
+                page: b.page,
+                prev_phys: i,
+                next_phys: b.next_phys,
+                free_prev: NIL,
+                free_next: NIL,
+                free: false,
+                offset: b.offset + size,
+                size: b.size - size,
+            });
+            if b.next_phys != NIL {
+                self.blocks[b.next_phys as usize].prev_phys = rest;
+            }
+            let head = &mut self.blocks[i as usize];
+            head.next_phys = rest;
+            head.size = size;
+            self.insert_free(rest);
+        }
+        Some(Carved {
+            block: i,
+            page: b.page,
+            offset: b.offset,
+        })
+    }
+
+    /// Returns a carved block, coalescing it with free neighbours.
+    pub fn give(&mut self, i: u32) {
+        let mut i = i;
+        let next = self.blocks[i as usize].next_phys;
+        if next != NIL && self.blocks[next as usize].free {
+            self.remove_free(next);
+            let n = self.blocks[next as usize];
+            let b = &mut self.blocks[i as usize];
+            b.size += n.size;
+            b.next_phys = n.next_phys;
+            if n.next_phys != NIL {
+                self.blocks[n.next_phys as usize].prev_phys = i;
+            }
+            self.drop_block(next);
+        }
+        let prev = self.blocks[i as usize].prev_phys;
+        if prev != NIL && self.blocks[prev as usize].free {
+            self.remove_free(prev);
+            let b = self.blocks[i as usize];
+            let p = &mut self.blocks[prev as usize];
+            p.size += b.size;
+            p.next_phys = b.next_phys;
+            if b.next_phys != NIL {
+                self.blocks[b.next_phys as usize].prev_phys = prev;
+            }
+            self.drop_block(i);
+            i = prev;
+        }
+        self.insert_free(i);
+    }
+
+    /// The size of a block.
+    #[cfg(test)]
+    pub fn block_size(&self, i: u32) -> u64 {
+        self.blocks[i as usize].size
+    }
+
+    /// Every free block as (page, offset, size), for checks.
+    #[cfg(test)]
+    pub fn free_blocks(&self) -> Vec<(u32, u64, u64)> {
+        let mut out = Vec::new();
+        for fl in 0..FL {
+            for sl in 0..SL {
+                let mut i = self.heads[fl][sl];
+                while i != NIL {
+                    let b = self.blocks[i as usize];
+                    assert!(b.free);
+                    assert_eq!(mapping(b.size >> self.shift), (fl, sl));
+                    out.push((b.page, b.offset, b.size));
+                    i = b.free_next;
+                }
+                assert_eq!(
+                    self.heads[fl][sl] != NIL,
+                    self.sl_map[fl] & (1 << sl) != 0,
+                    "bitmap out of step"
+                );
+            }
+            assert_eq!(self.sl_map[fl] != 0, self.fl_map & (1 << fl) != 0);
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn mapping_classes_grow_and_round_up_fits() {
+        let mut last = (0, 0);
+        for u in 1..5000u64 {
+            let m = mapping(u);
+            assert!(m >= last, "classes ordered");
+            last = m;
+            let up = mapping_up(u);
+            assert!(up >= m);
+            // Every size in the class `up` (or above) is at least u.
+            for v in u.saturating_sub(64)..u {
+                assert!(mapping(v) < up || v >= u, "{v} < {u} in class {up:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn split_and_coalesce_restore_the_page() {
+        let mut e = SlicedEngine::new(256);
+        let first = e.add_page(0, 1 << 20);
+        let a = e.take(1024).unwrap();
+        let b = e.take(4096).unwrap();
+        let c = e.take(256).unwrap();
+        assert_eq!((a.offset, b.offset, c.offset), (0, 1024, 5120));
+        assert_eq!(a.block, first);
+        e.give(b.block);
+        // The hole is reused by a fitting request.
+        let d = e.take(2048).unwrap();
+        assert_eq!(d.offset, 1024);
+        e.give(a.block);
+        e.give(c.block);
+        e.give(d.block);
+        assert_eq!(e.free_blocks(), vec![(0, 0, 1 << 20)]);
+        assert_eq!(e.block_size(first), 1 << 20);
+        e.remove_page(first);
+        assert!(e.free_blocks().is_empty());
+        assert!(e.take(256).is_none());
+    }
+
+    proptest! {
+        /// Against a naive model (byte ranges in a map): carved blocks never
+        /// overlap, lie inside their page, and frees coalesce fully.
+        #[test]
+        fn model_check(ops in proptest::collection::vec((0u8..3, 1u64..40, any::<u16>()), 1..200)) {
+            let page = 64 * 256;
+            let mut e = SlicedEngine::new(256);
+            let mut pages = 0u32;
+            let mut firsts = Vec::new();
+            let mut live: BTreeMap<(u32, u64), (u64, u32)> = BTreeMap::new();
+            for (op, units, pick) in ops {
+                match op {
+                    0 | 1 => {
+                        let size = (units % 64 + 1) * 256;
+                        match e.take(size) {
+                            Some(c) => {
+                                prop_assert!(c.offset + size <= page);
+                                let key = (c.page, c.offset);
+                                if let Some((&(p, o), &(s, _))) = live.range(..key).next_back() {
+                                    prop_assert!(p != c.page || o + s <= c.offset, "overlap");
+                                }
+                                if let Some((&(p, o), _)) = live.range(key..).next() {
+                                    prop_assert!(p != c.page || c.offset + size <= o, "overlap");
+                                }
+                                live.insert(key, (size, c.block));
+                            }
+                            None => {
+                                // Only fails when no free block is big enough.
+                                prop_assert!(e.free_blocks().iter().all(|b| b.2 < size));
+                                firsts.push(e.add_page(pages, page));
+                                pages += 1;
+                            }
+                        }
+                    }
+                    _ => {
+                        if !live.is_empty() {
+                            let k = *live.keys().nth(pick as usize % live.len()).unwrap();
+                            let (_, block) = live.remove(&k).unwrap();
+                            e.give(block);
+                        }
+                    }
+                }
+                let free: u64 = e.free_blocks().iter().map(|b| b.2).sum();
+                let used: u64 = live.values().map(|v| v.0).sum();
+                prop_assert_eq!(free + used, u64::from(pages) * page);
+            }
+            for (_, (_, block)) in core::mem::take(&mut live) {
+                e.give(block);
+            }
+            let expect: Vec<_> = (0..pages).map(|p| (p, 0, page)).collect();
+            prop_assert_eq!(e.free_blocks(), expect);
+            for f in firsts {
+                e.remove_page(f);
+            }
+            prop_assert!(e.free_blocks().is_empty());
+        }
+    }
+}
