@@ -151,7 +151,10 @@ impl<H: Copy> BufferTable<H> {
             }),
             spare_uses: Vec::new(),
         });
-        BufferId { index, generation: 0 }
+        BufferId {
+            index,
+            generation: 0,
+        }
     }
 
     /// The buffer, if `id` is live.

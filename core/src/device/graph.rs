@@ -17,19 +17,17 @@ impl<P: Platform> Inner<P> {
     /// and the info cache records what the window uses.
     pub(crate) fn prepare(&mut self, sid: StreamId) -> Res<(), P> {
         self.process_releases()?;
-        let st = self.stream(sid)?;
-        st.capture.prepare()?;
-        if let Err(e) = st.memory.prepare() {
-            let _ = st.capture.abort();
-            return Err(e.into());
-        }
-        let mut evicted = core::mem::take(&mut self.scratch_deferred);
-        st.info.set_mode(CacheMode::Capture, |(h, _)| evicted.push(Deferred::Device(h)));
-        for d in evicted.drain(..) {
-            self.defer(sid, d, 0)?;
-        }
-        self.scratch_deferred = evicted;
-        Ok(())
+        self.with_stream(sid, |_, st, evicted| -> Res<(), P> {
+            st.capture.prepare()?;
+            if let Err(e) = st.memory.prepare() {
+                let _ = st.capture.abort();
+                return Err(e.into());
+            }
+            st.info.set_mode(CacheMode::Capture, |(h, _)| {
+                evicted.push(Deferred::Device(h))
+            });
+            Ok(())
+        })?
     }
 
     /// `Prepare → Capture`: the retained slices go back to the pools, due
@@ -41,21 +39,19 @@ impl<P: Platform> Inner<P> {
         st.memory.begin_capture()?;
         // Fence what is staged now: once recording, no fence can be recorded.
         self.flush(sid)?;
-        let st = self.stream(sid)?;
-        let _ = st.drops.set_recording(true);
-        if let Err(e) = self.platform.begin_capture(&mut st.stream) {
-            let _ = st.drops.set_recording(false);
-            let _ = st.capture.abort();
-            let _ = st.memory.abort_capture();
-            let mut evicted = core::mem::take(&mut self.scratch_deferred);
-            let _ = st.info.capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
-            for d in evicted.drain(..) {
-                self.defer(sid, d, 0)?;
+        self.with_stream(sid, |platform, st, evicted| -> Res<(), P> {
+            let _ = st.drops.set_recording(true);
+            if let Err(e) = platform.begin_capture(&mut st.stream) {
+                let _ = st.drops.set_recording(false);
+                let _ = st.capture.abort();
+                let _ = st.memory.abort_capture();
+                let _ = st
+                    .info
+                    .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
+                return Err(Error::platform("begin_capture", e));
             }
-            self.scratch_deferred = evicted;
-            return Err(Error::platform("begin_capture", e));
-        }
-        Ok(())
+            Ok(())
+        })?
     }
 
     /// Ends the capture. A doomed window, or a capture the platform
@@ -63,18 +59,21 @@ impl<P: Platform> Inner<P> {
     /// and the error says why.
     pub(crate) fn end_capture(&mut self, sid: StreamId) -> Res<Graph, P> {
         self.process_releases()?;
-        let st = self.stream(sid)?;
         // Out-of-order calls are rejected before anything changes.
-        if let Err(e @ CaptureError::NotCapturing { .. }) = st.capture.check_end() {
+        if let Err(e @ CaptureError::NotCapturing { .. }) = self.stream(sid)?.capture.check_end() {
             return Err(e.into());
         }
-        let sealed = st.capture.end();
-        let graph = self.platform.end_capture(&mut st.stream);
-        let owed = st.drops.set_recording(false);
         let mut pinned = Vec::new();
-        let memory = st.memory.end_capture(|c| pinned.push(c.handle));
-        let window = core::mem::take(&mut st.window);
-        let window_host = core::mem::take(&mut st.window_host);
+        let (sealed, graph, owed, memory, window, window_host) =
+            self.with_stream(sid, |platform, st, _| {
+                let sealed = st.capture.end();
+                let graph = platform.end_capture(&mut st.stream);
+                let owed = st.drops.set_recording(false);
+                let memory = st.memory.end_capture(|c| pinned.push(c.handle));
+                let window = core::mem::take(&mut st.window);
+                let window_host = core::mem::take(&mut st.window_host);
+                (sealed, graph, owed, memory, window, window_host)
+            })?;
 
         let outcome: Res<P::Graph, P> = match (sealed, graph) {
             (Ok(()), Ok(g)) => match memory {
@@ -95,15 +94,11 @@ impl<P: Platform> Inner<P> {
         self.next_graph += 1;
         let result = match outcome {
             Ok(g) => {
-                let st = self.stream(sid)?;
-                let mut evicted = core::mem::take(&mut self.scratch_deferred);
-                let _ = st
-                    .info
-                    .capture_commit(CacheGraphId(gid.0), |(h, _)| evicted.push(Deferred::Device(h)));
-                for d in evicted.drain(..) {
-                    self.defer(sid, d, 0)?;
-                }
-                self.scratch_deferred = evicted;
+                self.with_stream(sid, |_, st, evicted| {
+                    let _ = st.info.capture_commit(CacheGraphId(gid.0), |(h, _)| {
+                        evicted.push(Deferred::Device(h))
+                    });
+                })?;
                 let (uses, operands) = self.net_uses(window)?;
                 self.graphs.insert(
                     gid,
@@ -121,19 +116,15 @@ impl<P: Platform> Inner<P> {
                 Ok(Graph::new(gid, sid, self.id, self.releases.clone()))
             }
             Err(e) => {
-                let st = self.stream(sid)?;
-                for h in pinned {
-                    let _ = st.memory.unpin(h);
-                }
-                let mut evicted = core::mem::take(&mut self.scratch_deferred);
-                let _ = st.info.capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
-                for h in window_host {
-                    evicted.push(Deferred::Host(h));
-                }
-                for d in evicted.drain(..) {
-                    self.defer(sid, d, 0)?;
-                }
-                self.scratch_deferred = evicted;
+                self.with_stream(sid, |_, st, evicted| {
+                    for h in pinned {
+                        let _ = st.memory.unpin(h);
+                    }
+                    let _ = st
+                        .info
+                        .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
+                    evicted.extend(window_host.into_iter().map(Deferred::Host));
+                })?;
                 drop(window);
                 Err(e)
             }
@@ -147,27 +138,23 @@ impl<P: Platform> Inner<P> {
     /// Closes an open window without a graph.
     pub(crate) fn abort_capture(&mut self, sid: StreamId) -> Res<(), P> {
         self.process_releases()?;
-        let st = self.stream(sid)?;
-        let recording = st.capture.is_recording();
-        st.capture.abort()?;
-        if recording {
-            if let Ok(g) = self.platform.end_capture(&mut st.stream) {
-                let _ = self.platform.destroy_graph(g);
+        let (owed, window) = self.with_stream(sid, |platform, st, evicted| -> Res<_, P> {
+            let recording = st.capture.is_recording();
+            st.capture.abort()?;
+            if recording {
+                if let Ok(g) = platform.end_capture(&mut st.stream) {
+                    let _ = platform.destroy_graph(g);
+                }
             }
-        }
-        let owed = st.drops.set_recording(false);
-        let _ = st.memory.abort_capture();
-        let window = core::mem::take(&mut st.window);
-        let window_host = core::mem::take(&mut st.window_host);
-        let mut evicted = core::mem::take(&mut self.scratch_deferred);
-        let _ = st.info.capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
-        for h in window_host {
-            evicted.push(Deferred::Host(h));
-        }
-        for d in evicted.drain(..) {
-            self.defer(sid, d, 0)?;
-        }
-        self.scratch_deferred = evicted;
+            let owed = st.drops.set_recording(false);
+            let _ = st.memory.abort_capture();
+            let window = core::mem::take(&mut st.window);
+            let _ = st
+                .info
+                .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
+            evicted.extend(st.window_host.drain(..).map(Deferred::Host));
+            Ok((owed, window))
+        })??;
         drop(window);
         if owed {
             self.flush(sid)?;
@@ -211,7 +198,11 @@ impl<P: Platform> Inner<P> {
             return Err(Error::UnknownGraph(gid));
         };
         let sid = gs.stream;
-        if self.streams.get(sid).is_some_and(|s| s.capture.is_recording()) {
+        if self
+            .streams
+            .get(sid)
+            .is_some_and(|s| s.capture.is_recording())
+        {
             return Err(Error::NotWhileCapturing { op: "replay" });
         }
         let op = Operation::Launch(gs.name.clone());
@@ -273,26 +264,23 @@ impl<P: Platform> Inner<P> {
         };
         let sid = gs.stream;
         let destroyed = match gs.graph.take() {
-            Some(g) => self.platform.destroy_graph(g).map_err(|e| Error::platform("destroy_graph", e)),
+            Some(g) => self
+                .platform
+                .destroy_graph(g)
+                .map_err(|e| Error::platform("destroy_graph", e)),
             None => Ok(()),
         };
-        let st = self.stream(sid)?;
-        let mut evicted = core::mem::take(&mut self.scratch_deferred);
-        let _ = st
-            .info
-            .graph_release(CacheGraphId(gid.0), |(h, _)| evicted.push(Deferred::Device(h)));
-        for h in gs.pinned.drain(..) {
-            let _ = st.memory.unpin(h);
-        }
-        // The graph's replays may still be queued: staging bytes go through
-        // the drop queue like any other retired slice.
-        for h in gs.host.drain(..) {
-            evicted.push(Deferred::Host(h));
-        }
-        for d in evicted.drain(..) {
-            self.defer(sid, d, 0)?;
-        }
-        self.scratch_deferred = evicted;
+        self.with_stream(sid, |_, st, evicted| {
+            let _ = st.info.graph_release(CacheGraphId(gid.0), |(h, _)| {
+                evicted.push(Deferred::Device(h))
+            });
+            for h in gs.pinned.drain(..) {
+                let _ = st.memory.unpin(h);
+            }
+            // The graph's replays may still be queued: staging bytes go
+            // through the drop queue like any other retired slice.
+            evicted.extend(gs.host.drain(..).map(Deferred::Host));
+        })?;
         self.stats.graphs_released += 1;
         // Dropping `gs.uses` drops buffer handles: their ids land in the
         // release queue, which the caller's loop processes next.

@@ -153,7 +153,12 @@ pub struct Graph {
 }
 
 impl Graph {
-    pub(crate) fn new(id: GraphId, stream: StreamId, device: u64, releases: Arc<ReleaseQueue>) -> Self {
+    pub(crate) fn new(
+        id: GraphId,
+        stream: StreamId,
+        device: u64,
+        releases: Arc<ReleaseQueue>,
+    ) -> Self {
         Self {
             inner: Arc::new(GraphInner {
                 id,

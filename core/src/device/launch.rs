@@ -7,7 +7,9 @@ use crate::error::Error;
 use crate::failure::{AllocId, Cause, Decision, FailureId, Operand, Operation, Region};
 use crate::info_cache::InsertError;
 use crate::memory::MemoryError;
-use crate::platform::{Access, Binding, DeviceRange, HostRange, HostStorage, LaunchDims, Platform, PlatformError};
+use crate::platform::{
+    Access, Binding, DeviceRange, HostRange, HostStorage, LaunchDims, Platform, PlatformError,
+};
 use crate::stream::{DoomReason, StreamId};
 
 /// What became of a launch.
@@ -23,7 +25,10 @@ pub enum Launched {
 
 impl<P: Platform> Inner<P> {
     /// Loads a kernel.
-    pub(crate) fn load_kernel(&mut self, source: &crate::platform::KernelSource<'_>) -> Res<KernelId, P> {
+    pub(crate) fn load_kernel(
+        &mut self,
+        source: &crate::platform::KernelSource<'_>,
+    ) -> Res<KernelId, P> {
         let kernel = self
             .platform
             .load_kernel(source)
@@ -67,7 +72,10 @@ impl<P: Platform> Inner<P> {
             .ok_or(Error::UnknownKernel(kernel))?;
         self.operands(args)?;
         let op = Operation::Launch(name);
-        let recording = self.streams.get(sid).is_some_and(|s| s.capture.is_recording());
+        let recording = self
+            .streams
+            .get(sid)
+            .is_some_and(|s| s.capture.is_recording());
         if let Decision::Skipped(f) = self.taint.begin(&op, &self.scratch_ops) {
             self.stats.skipped += 1;
             self.doom(sid, DoomReason::from(f));
@@ -157,7 +165,13 @@ impl<P: Platform> Inner<P> {
 
     /// A launch or copy failed on the platform: claim what it would have
     /// written with a new failure, doom an open window, build the error.
-    pub(crate) fn work_failed(&mut self, sid: StreamId, what: &'static str, op: Operation, e: P::Error) -> Error<P::Error> {
+    pub(crate) fn work_failed(
+        &mut self,
+        sid: StreamId,
+        what: &'static str,
+        op: Operation,
+        e: P::Error,
+    ) -> Error<P::Error> {
         let kind = e.kind();
         let message = describe(&e);
         let failure = self
@@ -176,39 +190,44 @@ impl<P: Platform> Inner<P> {
     /// The device range holding `info`: a cache hit, or a fresh slice
     /// uploaded through the staging pool and cached. The second value is a
     /// slice to free after the launch when the cache refused it.
-    fn info_binding(&mut self, sid: StreamId, info: &[u64]) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
+    fn info_binding(
+        &mut self,
+        sid: StreamId,
+        info: &[u64],
+    ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
         let st = self.stream(sid)?;
         if let Some(&(_, range)) = st.info.get(info) {
             self.stats.info_hits += 1;
             return Ok((range, None));
         }
-        self.stats.info_misses += 1;
         let bytes = (info.len() * 8) as u64;
         let (handle, range) = st.memory.reserve(bytes)?;
+        self.stats.info_misses += 1;
         if let Err(e) = self.upload_words(sid, info, range) {
             if let Some(st) = self.streams.get_mut(sid) {
                 let _ = st.memory.free(handle);
             }
             return Err(e);
         }
-        let mut evicted = core::mem::take(&mut self.scratch_deferred);
-        let st = self.stream(sid)?;
-        let uncached = match st.info.insert(info, (handle, range), |(h, _)| evicted.push(Deferred::Device(h))) {
-            Ok(_) => None,
-            Err(InsertError::AlreadyCached(v)) | Err(InsertError::TooLarge(v)) => Some(v.0),
-            Err(_) => Some(handle),
-        };
-        for d in evicted.drain(..) {
-            self.defer(sid, d, bytes)?;
-        }
-        self.scratch_deferred = evicted;
+        let uncached = self.with_stream(sid, |_, st, evicted| {
+            match st.info.insert(info, (handle, range), |(h, _)| {
+                evicted.push(Deferred::Device(h))
+            }) {
+                Ok(_) => None,
+                Err(InsertError::AlreadyCached(v)) | Err(InsertError::TooLarge(v)) => Some(v.0),
+                Err(_) => Some(handle),
+            }
+        })?;
         Ok((range, uncached))
     }
 
     /// Copies `words` (little-endian) to `dst` through the staging pool.
     fn upload_words(&mut self, sid: StreamId, words: &[u64], dst: DeviceRange) -> Res<(), P> {
         let bytes = (words.len() * 8) as u64;
-        let (h, hr) = self.host.reserve(bytes).map_err(super::state::host_err::<P>)?;
+        let (h, hr) = self
+            .host
+            .reserve(bytes)
+            .map_err(super::state::host_err::<P>)?;
         let mut buf = [0u8; 8];
         for (i, w) in words.iter().enumerate() {
             buf.copy_from_slice(&w.to_le_bytes());
@@ -226,8 +245,10 @@ impl<P: Platform> Inner<P> {
             offset: hr.offset,
             len: bytes,
         };
-        let st = self.stream(sid)?;
-        if let Err(e) = self.platform.copy_to_device(&mut st.stream, src, dst) {
+        let copied = self.with_stream(sid, |platform, st, _| {
+            platform.copy_to_device(&mut st.stream, src, dst)
+        })?;
+        if let Err(e) = copied {
             let _ = self.host.free(h);
             return Err(Error::platform("copy_to_device", e));
         }
@@ -236,7 +257,12 @@ impl<P: Platform> Inner<P> {
 
     /// A staging slice used by queued work: freed after the stream's next
     /// fence, or kept for the graph's life when recorded in a capture.
-    pub(crate) fn retire_host(&mut self, sid: StreamId, h: crate::memory::SliceHandle, bytes: u64) -> Res<(), P> {
+    pub(crate) fn retire_host(
+        &mut self,
+        sid: StreamId,
+        h: crate::memory::SliceHandle,
+        bytes: u64,
+    ) -> Res<(), P> {
         let st = self.stream(sid)?;
         if st.capture.is_recording() {
             st.window_host.push(h);

@@ -230,7 +230,12 @@ impl<P: Platform> Device<P> {
     }
 
     /// Queues a copy of `data` (exactly the buffer's size) into `buffer`.
-    pub fn write(&self, stream: StreamId, buffer: &Buffer, data: &[u8]) -> Result<(), Error<P::Error>> {
+    pub fn write(
+        &self,
+        stream: StreamId,
+        buffer: &Buffer,
+        data: &[u8],
+    ) -> Result<(), Error<P::Error>> {
         self.inner.lock().write(stream, buffer, data)
     }
 
@@ -318,7 +323,11 @@ impl<P: Platform> Device<P> {
         let ids: Vec<StreamId> = inner.streams.iter().map(|(id, _)| id).collect();
         let mut n = 0;
         for id in ids {
-            if !inner.streams.get(id).is_some_and(|s| s.capture.is_recording()) {
+            if !inner
+                .streams
+                .get(id)
+                .is_some_and(|s| s.capture.is_recording())
+            {
                 n += inner.reclaim(id)?;
             }
         }
@@ -355,10 +364,14 @@ impl<P: Platform> Device<P> {
         for (_, st) in inner.streams.iter() {
             let in_use = st.memory.report().total().in_use;
             if in_use > 0 {
-                return Err(Error::Memory(crate::memory::MemoryError::InUse { bytes: in_use }));
+                return Err(Error::Memory(crate::memory::MemoryError::InUse {
+                    bytes: in_use,
+                }));
             }
             if st.capture.is_open() {
-                return Err(Error::NotWhileCapturing { op: "install_pools" });
+                return Err(Error::NotWhileCapturing {
+                    op: "install_pools",
+                });
             }
         }
         for (_, st) in inner.streams.iter_mut() {

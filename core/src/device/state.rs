@@ -14,7 +14,9 @@ use crate::failure::{AllocId, ErrorGraph, KernelName, Operand};
 use crate::info_cache::InfoCache;
 use crate::memory::{MemoryLayout, MemoryManager, SliceHandle};
 use crate::platform::{Access, DeviceRange, Platform, PlatformError};
-use crate::stream::{CaptureState, CrossPins, Cursor, StreamId, StreamPool, SyncTable, WaitPlan, WriteMark};
+use crate::stream::{
+    CaptureState, CrossPins, Cursor, StreamId, StreamPool, SyncTable, WaitPlan, WriteMark,
+};
 
 /// A fence: an event recorded on a stream when its cursor was `cursor`.
 pub(crate) struct Fence<Ev> {
@@ -138,6 +140,35 @@ impl<P: Platform> Inner<P> {
             })
     }
 
+    /// Runs `f` with the platform, `sid`'s state and a list collecting
+    /// slices to release (e.g. info-cache evictions), then stages those on
+    /// `sid`'s drop queue.
+    pub(crate) fn with_stream<R>(
+        &mut self,
+        sid: StreamId,
+        f: impl FnOnce(&P, &mut StreamState<P>, &mut Vec<Deferred>) -> R,
+    ) -> Res<R, P> {
+        self.stream(sid)?;
+        let mut deferred = core::mem::take(&mut self.scratch_deferred);
+        let r = {
+            let Self {
+                platform, streams, ..
+            } = self;
+            let st = streams
+                .get_mut(sid)
+                .ok_or(Error::InvalidArgument("stream not created"))?;
+            f(platform, st, &mut deferred)
+        };
+        let mut result = Ok(r);
+        for d in deferred.drain(..) {
+            if let Err(e) = self.defer(sid, d, 0) {
+                result = Err(e);
+            }
+        }
+        self.scratch_deferred = deferred;
+        result
+    }
+
     /// The live buffer `b` of this device.
     pub(crate) fn check_buffer(&self, b: &Buffer) -> Res<BufferId, P> {
         if b.device() != self.id {
@@ -242,13 +273,14 @@ impl<P: Platform> Inner<P> {
     pub(crate) fn flush(&mut self, sid: StreamId) -> Res<(), P> {
         let cursor = self.sync.cursor(sid)?;
         let platform = &self.platform;
-        let st = self.streams.get_mut(sid).ok_or(Error::InvalidArgument("stream not created"))?;
+        let st = self
+            .streams
+            .get_mut(sid)
+            .ok_or(Error::InvalidArgument("stream not created"))?;
         let stream = &mut st.stream;
-        let flushed = st.drops.flush_with(|| {
-            platform
-                .record(stream)
-                .map(|event| Fence { cursor, event })
-        });
+        let flushed = st
+            .drops
+            .flush_with(|| platform.record(stream).map(|event| Fence { cursor, event }));
         match flushed {
             Ok(_) => {
                 self.stats.events_recorded += 1;
@@ -284,7 +316,10 @@ impl<P: Platform> Inner<P> {
             |item| scratch_deferred.push(item),
         );
         if let Some(p) = &st.progress {
-            if platform.query(&p.event).map_err(|e| Error::platform("query", e))? {
+            if platform
+                .query(&p.event)
+                .map_err(|e| Error::platform("query", e))?
+            {
                 done = done.max(p.cursor);
                 st.progress = None;
             }
@@ -299,7 +334,9 @@ impl<P: Platform> Inner<P> {
         sync.completed(sid, done)?;
         match r {
             Ok(_) => {}
-            Err(crate::drop_queue::DropQueueError::Fence(e)) => return Err(Error::platform("query", e)),
+            Err(crate::drop_queue::DropQueueError::Fence(e)) => {
+                return Err(Error::platform("query", e));
+            }
             Err(_) => {}
         }
         self.release_pins(sid)?;
@@ -337,7 +374,8 @@ impl<P: Platform> Inner<P> {
     pub(crate) fn release_pins(&mut self, sid: StreamId) -> Res<(), P> {
         let completed = self.sync.completed_cursor(sid)?;
         let mut released = core::mem::take(&mut self.scratch_pins);
-        self.pins.release_completed(sid, completed, |i| released.push(i))?;
+        self.pins
+            .release_completed(sid, completed, |i| released.push(i))?;
         let mut result = Ok(());
         for i in released.drain(..) {
             let Some(p) = self.pending.get_mut(i as usize).and_then(|p| p.as_mut()) else {
@@ -440,13 +478,22 @@ impl<P: Platform> Inner<P> {
     }
 
     /// Records that submission `cursor` on `sid` used `id` with `access`.
-    pub(crate) fn mark_use(&mut self, id: BufferId, sid: StreamId, cursor: Cursor, access: Access) -> Res<(), P> {
+    pub(crate) fn mark_use(
+        &mut self,
+        id: BufferId,
+        sid: StreamId,
+        cursor: Cursor,
+        access: Access,
+    ) -> Res<(), P> {
         let slot = self.buffers.get_mut(id)?;
         if let Some(u) = slot.last_use.get_mut(sid.index()) {
             *u = (*u).max(cursor);
         }
         if access.writes() {
-            slot.last_write = Some(WriteMark { stream: sid, cursor });
+            slot.last_write = Some(WriteMark {
+                stream: sid,
+                cursor,
+            });
         }
         Ok(())
     }

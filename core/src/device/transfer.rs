@@ -17,7 +17,11 @@ impl<P: Platform> Inner<P> {
     /// Reserves `size` bytes in `sid`'s pools. On out-of-memory, deferred
     /// frees are reclaimed (blocking on their fences, outside a capture) and
     /// the reservation retried once.
-    fn reserve(&mut self, sid: StreamId, size: u64) -> Res<(crate::memory::SliceHandle, DeviceRange), P> {
+    fn reserve(
+        &mut self,
+        sid: StreamId,
+        size: u64,
+    ) -> Res<(crate::memory::SliceHandle, DeviceRange), P> {
         self.process_releases()?;
         let st = self.stream(sid)?;
         match st.memory.reserve(size) {
@@ -49,12 +53,16 @@ impl<P: Platform> Inner<P> {
     /// and a read of it reports why.
     pub(crate) fn empty(&mut self, sid: StreamId, size: u64) -> Res<Buffer, P> {
         match self.reserve(sid, size) {
-            Ok((handle, range)) => Ok(self.insert_buffer(sid, size, Location::Placed { handle, range })),
+            Ok((handle, range)) => {
+                Ok(self.insert_buffer(sid, size, Location::Placed { handle, range }))
+            }
             Err(Error::Memory(e)) => {
                 let b = self.insert_buffer(sid, size, Location::Unplaced);
-                let f = self
-                    .taint
-                    .reservation_failed(AllocId(b.id().as_u64()), size, alloc::format!("{e}"));
+                let f = self.taint.reservation_failed(
+                    AllocId(b.id().as_u64()),
+                    size,
+                    alloc::format!("{e}"),
+                );
                 self.stats.failures += 1;
                 self.doom(sid, DoomReason::from(f));
                 Ok(b)
@@ -63,7 +71,12 @@ impl<P: Platform> Inner<P> {
         }
     }
 
-    fn insert_buffer(&mut self, sid: StreamId, size: u64, location: Location<crate::memory::SliceHandle>) -> Buffer {
+    fn insert_buffer(
+        &mut self,
+        sid: StreamId,
+        size: u64,
+        location: Location<crate::memory::SliceHandle>,
+    ) -> Buffer {
         let id = self.buffers.insert(size, sid, location);
         Buffer::new(id, size, sid, self.id, self.releases.clone())
     }
@@ -75,7 +88,9 @@ impl<P: Platform> Inner<P> {
         let id = self.check_buffer(buffer)?;
         let slot = self.buffers.get(id)?;
         if data.len() as u64 != slot.size {
-            return Err(Error::InvalidArgument("data length differs from the buffer size"));
+            return Err(Error::InvalidArgument(
+                "data length differs from the buffer size",
+            ));
         }
         if data.is_empty() {
             return Err(Error::InvalidArgument("empty write"));
@@ -110,9 +125,13 @@ impl<P: Platform> Inner<P> {
             region,
             access: Access::Write,
         });
-        let st = self.stream(sid)?;
-        let recording = st.capture.is_recording();
-        if let Err(e) = self.platform.copy_to_device(&mut st.stream, src, dst) {
+        let (recording, copied) = self.with_stream(sid, |platform, st, _| {
+            (
+                st.capture.is_recording(),
+                platform.copy_to_device(&mut st.stream, src, dst),
+            )
+        })?;
+        if let Err(e) = copied {
             let _ = self.host.free(h);
             return Err(self.work_failed(sid, "copy_to_device", Operation::CopyToDevice, e));
         }
@@ -171,10 +190,10 @@ impl<P: Platform> Inner<P> {
             offset: hr.offset,
             len: size,
         };
-        let st = self.stream(sid)?;
-        self.platform
-            .copy_to_host(&mut st.stream, src, dst)
-            .map_err(|e| Error::platform("copy_to_host", e))?;
+        self.with_stream(sid, |platform, st, _| {
+            platform.copy_to_host(&mut st.stream, src, dst)
+        })?
+        .map_err(|e| Error::platform("copy_to_host", e))?;
         let cursor = self.sync.submit(sid)?;
         self.mark_use(id, sid, cursor, Access::Read)?;
         self.stats.downloads += 1;
