@@ -130,7 +130,7 @@ pub struct ByteRange {
 }
 
 /// What kind of hazard was found.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum HazardKind {
     /// `current` reads bytes `previous` (another stream) writes, and nothing
