@@ -51,7 +51,9 @@ impl<P: Platform> Inner<P> {
                 return Err(Error::platform("begin_capture", e));
             }
             Ok(())
-        })?
+        })??;
+        self.recording += 1;
+        Ok(())
     }
 
     /// Ends the capture. A doomed window, or a capture the platform
@@ -64,6 +66,7 @@ impl<P: Platform> Inner<P> {
             return Err(e.into());
         }
         let mut pinned = Vec::new();
+        self.recording = self.recording.saturating_sub(1);
         let (sealed, graph, owed, memory, window, window_host) =
             self.with_stream(sid, |platform, st, _| {
                 let sealed = st.capture.end();
@@ -138,6 +141,7 @@ impl<P: Platform> Inner<P> {
     /// Closes an open window without a graph.
     pub(crate) fn abort_capture(&mut self, sid: StreamId) -> Res<(), P> {
         self.process_releases()?;
+        let was_recording = self.stream(sid)?.capture.is_recording();
         let (owed, window) = self.with_stream(sid, |platform, st, evicted| -> Res<_, P> {
             let recording = st.capture.is_recording();
             st.capture.abort()?;
@@ -155,6 +159,9 @@ impl<P: Platform> Inner<P> {
             evicted.extend(st.window_host.drain(..).map(Deferred::Host));
             Ok((owed, window))
         })??;
+        if was_recording {
+            self.recording = self.recording.saturating_sub(1);
+        }
         drop(window);
         if owed {
             self.flush(sid)?;

@@ -169,6 +169,7 @@ impl<P: Platform> Device<P> {
             kernels: Vec::new(),
             graphs: Default::default(),
             next_graph: 1,
+            recording: 0,
             pins: CrossPins::new(n),
             pending: Vec::new(),
             pending_vacant: Vec::new(),
@@ -379,6 +380,16 @@ impl<P: Platform> Device<P> {
         }
         inner.layout = layout;
         Ok(())
+    }
+
+    /// Where `buffer`'s bytes are (`None` for a buffer without memory or of
+    /// another device). For diagnostics and tests.
+    pub fn range_of(&self, buffer: &Buffer) -> Option<crate::platform::DeviceRange> {
+        let inner = self.inner.lock();
+        if buffer.device() != inner.id {
+            return None;
+        }
+        inner.buffers.get(buffer.id()).ok()?.range()
     }
 
     /// The failure that claims any byte of `buffer`, if one does.

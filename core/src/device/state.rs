@@ -90,6 +90,9 @@ pub(crate) struct Inner<P: Platform> {
     pub(crate) kernels: Vec<(KernelName, P::Kernel)>,
     pub(crate) graphs: crate::hash::FxHashMap<GraphId, GraphState<P>>,
     pub(crate) next_graph: u64,
+    /// Streams recording a capture now. While any is, no event is queried or
+    /// synchronized (drivers' global capture mode forbids it).
+    pub(crate) recording: u32,
     pub(crate) pins: CrossPins<u32>,
     pub(crate) pending: Vec<Option<PendingFree>>,
     pub(crate) pending_vacant: Vec<u32>,
@@ -293,6 +296,9 @@ impl<P: Platform> Inner<P> {
 
     /// Releases, without blocking, everything of `sid` whose fence passed.
     pub(crate) fn reclaim(&mut self, sid: StreamId) -> Res<usize, P> {
+        if self.recording > 0 {
+            return Ok(0);
+        }
         let Self {
             platform,
             streams,
@@ -346,12 +352,12 @@ impl<P: Platform> Inner<P> {
     /// Blocks until everything queued on `sid` has completed, then releases
     /// its deferred drops.
     pub(crate) fn sync_stream(&mut self, sid: StreamId) -> Res<(), P> {
+        if self.recording > 0 {
+            return Err(Error::NotWhileCapturing { op: "sync" });
+        }
         let Some(st) = self.streams.get_mut(sid) else {
             return Ok(());
         };
-        if st.capture.is_recording() {
-            return Err(Error::NotWhileCapturing { op: "sync" });
-        }
         let cursor = self.sync.cursor(sid)?;
         let event = self
             .platform
@@ -408,7 +414,7 @@ impl<P: Platform> Inner<P> {
             let Some(st) = self.streams.get_mut(sid) else {
                 continue;
             };
-            if st.progress.is_some() || st.capture.is_recording() {
+            if st.progress.is_some() || self.recording > 0 {
                 continue;
             }
             let event = platform

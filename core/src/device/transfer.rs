@@ -26,7 +26,9 @@ impl<P: Platform> Inner<P> {
         let st = self.stream(sid)?;
         match st.memory.reserve(size) {
             Ok(r) => Ok(r),
-            Err(MemoryError::OutOfMemory { .. }) if !st.capture.is_open() => {
+            Err(MemoryError::OutOfMemory { .. })
+                if !st.capture.is_open() && self.recording == 0 =>
+            {
                 self.stats.oom_retries += 1;
                 self.sync_stream(sid)?;
                 let st = self.stream(sid)?;
@@ -155,8 +157,8 @@ impl<P: Platform> Inner<P> {
     pub(crate) fn read(&mut self, sid: StreamId, buffer: &Buffer) -> Res<Vec<u8>, P> {
         self.process_releases()?;
         let id = self.check_buffer(buffer)?;
-        let st = self.stream(sid)?;
-        if st.capture.is_open() && st.capture.is_recording() {
+        self.stream(sid)?;
+        if self.recording > 0 {
             return Err(Error::NotWhileCapturing { op: "read" });
         }
         let slot = self.buffers.get(id)?;
