@@ -39,7 +39,15 @@ impl<P: Platform> Inner<P> {
         st.memory.begin_capture()?;
         // Fence what is staged now: once recording, no fence can be recorded.
         self.flush(sid)?;
+        let cursor = self.sync.cursor(sid)?;
         self.with_stream(sid, |platform, st, evicted| -> Res<(), P> {
+            // What other streams wait on for this stream's earlier writes
+            // while it records (an event recorded inside the capture would
+            // be a graph node they cannot wait on).
+            st.before_capture = match platform.record(&mut st.stream) {
+                Ok(event) => Some(super::state::Fence { cursor, event }),
+                Err(_) => None,
+            };
             let _ = st.drops.set_recording(true);
             if let Err(e) = platform.begin_capture(&mut st.stream) {
                 let _ = st.drops.set_recording(false);
@@ -53,7 +61,7 @@ impl<P: Platform> Inner<P> {
             Ok(())
         })??;
         self.recording += 1;
-        Ok(())
+        self.hold_flushes_while_recording()
     }
 
     /// Ends the capture. A doomed window, or a capture the platform
@@ -75,8 +83,11 @@ impl<P: Platform> Inner<P> {
                 let memory = st.memory.end_capture(|c| pinned.push(c.handle));
                 let window = core::mem::take(&mut st.window);
                 let window_host = core::mem::take(&mut st.window_host);
+                st.before_capture = None;
                 (sealed, graph, owed, memory, window, window_host)
             })?;
+        // The platform capture is closed: flushes may resume.
+        let resumed = self.hold_flushes_while_recording();
 
         let outcome: Res<P::Graph, P> = match (sealed, graph) {
             (Ok(()), Ok(g)) => match memory {
@@ -135,6 +146,7 @@ impl<P: Platform> Inner<P> {
         if owed {
             self.flush(sid)?;
         }
+        resumed?;
         result
     }
 
@@ -152,6 +164,7 @@ impl<P: Platform> Inner<P> {
             }
             let owed = st.drops.set_recording(false);
             let _ = st.memory.abort_capture();
+            st.before_capture = None;
             let window = core::mem::take(&mut st.window);
             let _ = st
                 .info
@@ -161,6 +174,7 @@ impl<P: Platform> Inner<P> {
         })??;
         if was_recording {
             self.recording = self.recording.saturating_sub(1);
+            self.hold_flushes_while_recording()?;
         }
         drop(window);
         if owed {

@@ -403,6 +403,34 @@ impl<P: Platform> Device<P> {
         ))
     }
 
+    /// Info-cache figures of `stream` (`None` for a stream never used), for
+    /// invariant checks: entries cached, entries the open capture window
+    /// recorded, and graphs holding pins.
+    pub fn info_census(&self, stream: StreamId) -> Option<InfoCensus> {
+        let inner = self.inner.lock();
+        inner.streams.get(stream).map(|s| InfoCensus {
+            entries: s.info.len(),
+            window: s.info.window_len(),
+            graphs: s.info.graph_count(),
+        })
+    }
+
+    /// Info-cache entries `graph` pins (`None` for a graph that is not live
+    /// on this device). For invariant checks.
+    pub fn graph_info_pins(&self, graph: &Graph) -> Option<usize> {
+        let inner = self.inner.lock();
+        if graph.device() != inner.id {
+            return None;
+        }
+        let gs = inner.graphs.get(&graph.id())?;
+        let st = inner.streams.get(gs.stream)?;
+        Some(
+            st.info
+                .graph_entries(crate::info_cache::GraphId(graph.id().0))
+                .unwrap_or(0),
+        )
+    }
+
     /// Counts for invariant checks: live buffers, live failures, live graphs,
     /// items held by drop queues, cross-stream pins.
     pub fn census(&self) -> Census {
@@ -438,4 +466,15 @@ pub struct Census {
     pub cross_pins: usize,
     /// Bytes in use in every stream's pools (info buffers included).
     pub live_bytes: u64,
+}
+
+/// The info cache of one stream, for invariant checks.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct InfoCensus {
+    /// Entries cached (pinned, in the open window, or in the LRU list).
+    pub entries: usize,
+    /// Entries the open capture window recorded.
+    pub window: usize,
+    /// Live graphs holding pins in this cache.
+    pub graphs: usize,
 }
