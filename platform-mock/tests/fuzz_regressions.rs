@@ -39,3 +39,122 @@ fn frees_out_of_cross_stream_use_order() {
         ],
     });
 }
+
+fn cfg(streams: u8) -> Config {
+    Config {
+        streams,
+        seed: 0,
+        flush: 0,
+    }
+}
+
+/// `cleanup` (or a pool trim) on one stream released pages while another
+/// stream recorded a capture: the driver's global capture mode refuses the
+/// release, the call failed and the other stream's capture was invalidated.
+/// Pools now hold storage flushes while any stream records.
+#[test]
+fn releasing_pages_while_another_stream_records() {
+    run(Program {
+        config: cfg(1),
+        ops: vec![
+            Op::Alloc { stream: 1, size: 5 },
+            Op::Free { buf: 0 },
+            Op::SyncAll,
+            Op::Alloc { stream: 0, size: 0 },
+            Op::Prepare { stream: 0 },
+            Op::Launch {
+                stream: 0,
+                kernel: fuzzing::Kernel::Fill,
+                a: 0,
+                b: 0,
+                out: 0,
+                k: 1,
+            },
+            Op::Begin { stream: 0 },
+            Op::Cleanup,
+            Op::Launch {
+                stream: 0,
+                kernel: fuzzing::Kernel::Fill,
+                a: 0,
+                b: 0,
+                out: 0,
+                k: 1,
+            },
+            Op::End { stream: 0 },
+            Op::Replay { graph: 0 },
+            Op::Read { stream: 1, buf: 0 },
+        ],
+    });
+}
+
+/// A launch on stream 0 reading what stream 1 wrote before stream 1 began
+/// recording: the wait's event was recorded on stream 1 *inside* its
+/// capture, which no other stream can wait on (the launch failed and the
+/// capture was invalidated). Waits on a recording producer now use an event
+/// recorded just before its capture began.
+#[test]
+fn consumer_waits_on_a_producer_that_is_recording() {
+    run(Program {
+        config: cfg(1),
+        ops: vec![
+            Op::Alloc { stream: 0, size: 1 },
+            Op::Alloc { stream: 1, size: 1 },
+            Op::Launch {
+                stream: 1,
+                kernel: fuzzing::Kernel::Fill,
+                a: 0,
+                b: 0,
+                out: 1,
+                k: 2,
+            },
+            Op::Prepare { stream: 1 },
+            Op::Begin { stream: 1 },
+            Op::Launch {
+                stream: 0,
+                kernel: fuzzing::Kernel::Scale,
+                a: 1,
+                b: 1,
+                out: 0,
+                k: 1,
+            },
+            Op::End { stream: 1 },
+            Op::Read { stream: 0, buf: 0 },
+        ],
+    });
+}
+
+/// A launch inside a capture whose info-word upload failed on the platform
+/// was not queued, yet `end_capture` sealed the window into a graph missing
+/// it. A platform failure of work asked for inside a window now dooms it.
+#[test]
+fn failed_info_upload_inside_a_capture_dooms_it() {
+    run(Program {
+        config: cfg(0),
+        ops: vec![
+            Op::Alloc { stream: 0, size: 0 },
+            Op::Prepare { stream: 0 },
+            Op::Launch {
+                stream: 0,
+                kernel: fuzzing::Kernel::Fill,
+                a: 0,
+                b: 0,
+                out: 0,
+                k: 1,
+            },
+            Op::Begin { stream: 0 },
+            Op::Fault {
+                site: fuzzing::FaultSite::CopyToDevice,
+            },
+            Op::Launch {
+                stream: 0,
+                kernel: fuzzing::Kernel::Fill,
+                a: 0,
+                b: 0,
+                out: 0,
+                k: 2,
+            },
+            Op::End { stream: 0 },
+            Op::Read { stream: 0, buf: 0 },
+        ],
+    });
+}
