@@ -158,3 +158,36 @@ fn failed_info_upload_inside_a_capture_dooms_it() {
         ],
     });
 }
+
+/// Info words first uploaded inside a capture: the upload is recorded into
+/// the graph, not run, yet the info cache kept the entry and served its
+/// never-written bytes to the next eager launch with the same words (a fill
+/// wrote zeros instead of 3). Recorded uploads are no longer cached.
+#[test]
+fn info_words_first_uploaded_inside_a_capture() {
+    let fill = |k| Op::Launch {
+        stream: 0,
+        kernel: fuzzing::Kernel::Fill,
+        a: 0,
+        b: 0,
+        out: 0,
+        k,
+    };
+    run(Program {
+        config: cfg(0),
+        ops: vec![
+            Op::Alloc { stream: 0, size: 2 },
+            Op::Prepare { stream: 0 },
+            fill(1),
+            Op::Begin { stream: 0 },
+            fill(3),
+            Op::End { stream: 0 },
+            fill(3),
+            Op::Read { stream: 0, buf: 0 },
+            Op::Replay { graph: 0 },
+            Op::DropGraph { graph: 0 },
+            fill(3),
+            Op::Read { stream: 0, buf: 0 },
+        ],
+    });
+}

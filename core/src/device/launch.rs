@@ -220,6 +220,17 @@ impl<P: Platform> Inner<P> {
             }
             return Err(e);
         }
+        if self
+            .streams
+            .get(sid)
+            .is_some_and(|s| s.capture.is_recording())
+        {
+            // The upload was recorded, not run: the bytes exist only while
+            // the graph runs, so eager work must never be served them. The
+            // slice is freed after the launch; the capture's pin keeps it
+            // for the graph's life.
+            return Ok((range, Some(handle)));
+        }
         let uncached = self.with_stream(sid, |_, st, evicted| {
             match st.info.insert(info, (handle, range), |(h, _)| {
                 evicted.push(Deferred::Device(h))

@@ -168,6 +168,13 @@ impl Driver {
             } else {
                 st.info.len()
             };
+            if c.entries != st.cached.len() {
+                return Err(format!(
+                    "stream {s}'s info cache holds {} entr(ies); eager launches uploaded {}",
+                    c.entries,
+                    st.cached.len()
+                ));
+            }
             if c.window != window {
                 return Err(format!(
                     "stream {s}'s info cache window holds {} entr(ies); the window used {window}",
@@ -196,7 +203,9 @@ impl Driver {
                 self.device
                     .abort_capture(StreamId(s as u16))
                     .map_err(|e| format!("abort_capture of stream {s} at teardown: {e}"))?;
+                let cached = core::mem::take(&mut self.model.streams[s].cached);
                 self.model.streams[s] = Default::default();
+                self.model.streams[s].cached = cached;
             }
         }
         self.graphs.clear();

@@ -11,7 +11,7 @@ use std::vec::Vec;
 use streamcore::device::{Arg, Buffer, Device, DeviceConfig, Graph, KernelId, Launched};
 use streamcore::drop_queue::FlushPolicy;
 use streamcore::error::Error;
-use streamcore::memory::{LayoutPreset, MemoryError, MemoryLayout, OomCause};
+use streamcore::memory::{MemoryError, MemoryLayout, MemoryPolicy, OomCause, PoolSpec};
 use streamcore::platform::{Access, ErrorKind, PlatformError};
 use streamcore::stream::{CaptureError, DoomReason, Phase, StreamId};
 
@@ -157,7 +157,11 @@ impl Driver {
     ) -> Result<Self, Violation> {
         let c = program.config;
         let streams = usize::from(c.streams.clamp(0, 3)) + 1;
+        // Small pages: the mock zero-fills a page on its first write, and
+        // every run starts from nothing.
         let mut mock_config = MockConfig::default()
+            .total_memory(1 << 30)
+            .max_page_size(1 << 20)
             .seed(u64::from(c.seed))
             .report_uninitialized(false);
         if let Some(s) = scheduler {
@@ -166,7 +170,7 @@ impl Driver {
         let mock = MockPlatform::with_config(mock_config).map_err(|e| teardown(e.to_string()))?;
         kernels::register(&mock);
         let faults = FaultInjector::new(mock.clone(), FaultPlan::new());
-        let mut config = DeviceConfig::with_streams(streams as u16);
+        let mut config = DeviceConfig::with_streams(streams as u16).layout(layout(c.seed));
         if c.flush != 0 {
             config = config.flush_policy(FlushPolicy {
                 max_items: usize::from(c.flush % 4) + 1,
@@ -579,9 +583,12 @@ impl Driver {
             (None, Ok(bytes)) => {
                 if m.defined && bytes != m.data {
                     let first = bytes.iter().zip(&m.data).position(|(x, y)| x != y);
+                    let show = |b: &[u8]| b.iter().take(8).copied().collect::<Vec<u8>>();
                     return Err(format!(
-                        "read returned other bytes than the sequential model (first difference at byte {first:?} of {})",
-                        bytes.len()
+                        "read returned other bytes than the sequential model (first difference at byte {first:?} of {}): got {:?}.., want {:?}..",
+                        bytes.len(),
+                        show(&bytes),
+                        show(&m.data)
                     ));
                 }
                 Ok(Outcome::Done)
@@ -630,11 +637,7 @@ impl Driver {
                 )),
             };
         }
-        let note_info = |d: &mut Self| {
-            if phase != Phase::NoCapture {
-                d.model.streams[s].info.insert(k);
-            }
-        };
+        let note_info = |d: &mut Self| d.model.streams[s].info_used(k);
         match r {
             Ok(Launched::Skipped(g)) => Err(format!(
                 "skipped over {g}, but the model says no operand is claimed"
@@ -910,12 +913,7 @@ impl Driver {
     }
 
     fn install(&mut self, preset: u8) -> Result<Outcome, String> {
-        let preset = [
-            LayoutPreset::Balanced,
-            LayoutPreset::ExclusivePages,
-            LayoutPreset::Sliced,
-        ][usize::from(preset) % 3];
-        let layout = MemoryLayout::preset(preset, &self.device.properties());
+        let layout = layout(preset);
         let open = self
             .model
             .streams
@@ -931,6 +929,44 @@ impl Driver {
             )),
         }
     }
+}
+
+/// The pool layouts a run starts with (`seed % 3`) and `InstallPools`
+/// installs: small pages (the mock zero-fills a page on first write), a
+/// balanced one, one of exclusive pages, and sliced pools with periodic
+/// trimming whose largest size class goes to dedicated pages.
+pub fn layout(index: u8) -> MemoryLayout {
+    const KIB: u64 = 1 << 10;
+    let (pools, policy) = match index % 3 {
+        0 => (
+            vec![
+                PoolSpec::small(16 * KIB, KIB),
+                PoolSpec::sliced(128 * KIB, 32 * KIB),
+                PoolSpec::exclusive(1024 * KIB),
+            ],
+            MemoryPolicy::default(),
+        ),
+        1 => (
+            vec![
+                PoolSpec::small(16 * KIB, KIB),
+                PoolSpec::exclusive(1024 * KIB),
+            ],
+            MemoryPolicy::default(),
+        ),
+        _ => (
+            vec![
+                PoolSpec::small(8 * KIB, 512),
+                PoolSpec::sliced(64 * KIB, 16 * KIB),
+                PoolSpec::sliced(512 * KIB, 256 * KIB),
+            ],
+            MemoryPolicy {
+                release_idle_after: core::num::NonZeroU64::new(8),
+                ..MemoryPolicy::default()
+            },
+        ),
+    };
+    // Valid by construction (growing slices, pages at least their slices).
+    MemoryLayout::new(&pools, 256, policy).expect("the harness layouts are valid")
 }
 
 fn teardown(message: String) -> Violation {

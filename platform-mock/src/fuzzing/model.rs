@@ -85,8 +85,33 @@ pub struct MStream {
     pub missing_work: bool,
     /// Work recorded in the capture.
     pub window: Vec<MOp>,
-    /// Info words used since `prepare`.
+    /// Info words the open window recorded (used since `prepare`, from the
+    /// cache).
     pub info: BTreeSet<u8>,
+    /// Info words the stream's cache holds (uploaded by eager work; the
+    /// harness's few words never reach the cache's bounds).
+    pub cached: BTreeSet<u8>,
+}
+
+impl MStream {
+    /// A launch with info word `k` got its info binding.
+    pub fn info_used(&mut self, k: u8) {
+        match self.phase {
+            Phase::NoCapture => {
+                self.cached.insert(k);
+            }
+            Phase::Prepare => {
+                self.cached.insert(k);
+                self.info.insert(k);
+            }
+            // A miss while recording is uploaded inside the graph only.
+            Phase::Capture => {
+                if self.cached.contains(&k) {
+                    self.info.insert(k);
+                }
+            }
+        }
+    }
 }
 
 /// One sealed graph.
