@@ -24,7 +24,11 @@ if [ "${#targets[@]}" -eq 0 ]; then
     mapfile -t targets < <(cargo +nightly fuzz list)
 fi
 
-cargo +nightly fuzz build "${targets[@]/#/}" >/dev/null 2>&1 || cargo +nightly fuzz build
+# Optimized, with debug assertions and overflow checks (the core's
+# debug_asserts are part of the oracle). No sanitizer: the code under test is
+# `#![forbid(unsafe_code)]`, and the oracle checks what a sanitizer would not.
+flags=(-O -a -s none)
+cargo +nightly fuzz build "${flags[@]}"
 
 mkdir -p work logs
 summary=()
@@ -34,7 +38,7 @@ for t in "${targets[@]}"; do
     log="logs/$t.log"
     echo "== $t: ${secs}s"
     set +e
-    cargo +nightly fuzz run "$t" "work/$t" "corpus/$t" -- \
+    cargo +nightly fuzz run "${flags[@]}" "$t" "work/$t" "corpus/$t" -- \
         -max_total_time="$secs" -print_final_stats=1 -timeout=20 -rss_limit_mb=4096 \
         >"$log" 2>&1
     rc=$?

@@ -38,6 +38,9 @@ fn every_small_program_under_every_interleaving() {
         report.features.len(),
         start.elapsed()
     );
+    for (n, ops) in &report.widest {
+        eprintln!("  {n} interleavings: {ops:?}");
+    }
     assert!(report.sequences > 100, "{report:?}");
     assert!(report.interleavings > report.sequences, "{report:?}");
 }

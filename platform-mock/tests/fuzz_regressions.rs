@@ -191,3 +191,31 @@ fn info_words_first_uploaded_inside_a_capture() {
         ],
     });
 }
+
+/// A launch inside a capture whose info words missed the cache, and whose
+/// cross-stream wait then failed: the error path returned before handing
+/// back the uncached info slice, which leaked (8 bytes live after teardown).
+#[test]
+fn failed_wait_after_an_uncached_info_upload_leaks_nothing() {
+    let launch = |stream, kernel, a, out, k| Op::Launch {
+        stream,
+        kernel,
+        a,
+        b: a,
+        out,
+        k,
+    };
+    run(Program {
+        config: cfg(1),
+        ops: vec![
+            Op::Alloc { stream: 0, size: 1 },
+            Op::Alloc { stream: 1, size: 1 },
+            launch(0, fuzzing::Kernel::Fill, 0, 0, 1),
+            Op::Prepare { stream: 1 },
+            launch(1, fuzzing::Kernel::Fill, 1, 1, 0),
+            Op::Begin { stream: 1 },
+            launch(1, fuzzing::Kernel::Scale, 0, 1, 2),
+            Op::End { stream: 1 },
+        ],
+    });
+}

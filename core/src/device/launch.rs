@@ -129,6 +129,10 @@ impl<P: Platform> Inner<P> {
         }
         if let Err(e) = self.wait_for_marks(sid) {
             self.doom_platform(sid, "wait", &e);
+            // The info slice no cache entry owns goes back like after a launch.
+            if let Some(h) = uncached_info {
+                self.defer(sid, Deferred::Device(h), (info.len() * 8) as u64)?;
+            }
             return Err(e);
         }
 

@@ -30,6 +30,8 @@ pub struct ExploreReport {
     pub max_interleavings: u64,
     /// Coverage features seen.
     pub features: BTreeSet<u32>,
+    /// The programs with the most interleavings (at most five, most first).
+    pub widest: Vec<(u64, Vec<Op>)>,
 }
 
 /// A counterexample: the program, the scheduler script, the violation.
@@ -60,7 +62,7 @@ pub struct Scope {
 
 impl Scope {
     /// Two streams, two buffers (`b0` on stream 0, `b1` on stream 1, both
-    /// written), and an alphabet of cross-stream launches, a free, a host
+    /// written, the info words cached), and an alphabet of cross-stream launches, a free, a host
     /// read, the capture transitions on stream 0, replay, graph release and
     /// an injected launch fault.
     pub fn two_streams(max_len: usize) -> Self {
@@ -82,6 +84,25 @@ impl Scope {
                     stream: 1,
                     buf: 1,
                     fill: 2,
+                },
+                // Warm both streams' info caches with the alphabet's words,
+                // so launches queue no info upload (fewer commands, fewer
+                // interleavings, same behaviour otherwise).
+                Op::Launch {
+                    stream: 0,
+                    kernel: Kernel::Incr,
+                    a: 0,
+                    b: 0,
+                    out: 0,
+                    k: 1,
+                },
+                Op::Launch {
+                    stream: 1,
+                    kernel: Kernel::Incr,
+                    a: 1,
+                    b: 1,
+                    out: 1,
+                    k: 2,
                 },
                 Op::SyncAll,
             ],
@@ -185,6 +206,9 @@ fn run_all(
     }
     report.interleavings += runs;
     report.max_interleavings = report.max_interleavings.max(runs);
+    report.widest.push((runs, ops.to_vec()));
+    report.widest.sort_by(|a, b| b.0.cmp(&a.0));
+    report.widest.truncate(5);
     Ok(idle_everywhere.iter().any(|x| *x))
 }
 
