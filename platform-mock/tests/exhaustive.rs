@@ -1,35 +1,42 @@
 //! Exhaustive small-scope exploration: every program over a small alphabet
-//! (two streams, two buffers, cross-stream launches, a free, a host read,
-//! the capture transitions, replay, graph release, an injected fault) up to
-//! a length, under every interleaving the mock's scheduler can produce,
-//! checked by the fuzz targets' oracle.
+//! of ops on two streams and two buffers up to a length, under every
+//! interleaving the mock's scheduler can produce, checked by the fuzz
+//! targets' oracle. Two scopes:
 //!
-//! `STREAMCORE_EXHAUSTIVE_LEN` raises the length (the default keeps the test
-//! well under a minute in a debug build).
+//! - `two_streams`: cross-stream launches, a free, a host read, the capture
+//!   transitions, replay, graph release, an injected fault (length <= 3);
+//! - `capture_orderings`: one cross-stream launch, a free, the capture
+//!   transitions, replay, graph release, an injected fault (length <= 5).
+//!
+//! `STREAMCORE_EXHAUSTIVE_LEN` (two_streams) and
+//! `STREAMCORE_EXHAUSTIVE_CAPTURE_LEN` raise the lengths (the defaults keep
+//! the test well under a minute in a debug build).
 
 use std::time::Instant;
 
 use streamcore_mock::fuzzing::explore::{Scope, explore};
 
-#[test]
-fn every_small_program_under_every_interleaving() {
-    let len = std::env::var("STREAMCORE_EXHAUSTIVE_LEN")
+fn len(var: &str, default: usize) -> usize {
+    std::env::var(var)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(4);
-    let scope = Scope::two_streams(len);
+        .unwrap_or(default)
+}
+
+fn check(name: &str, scope: Scope, min_programs: u64) {
     let start = Instant::now();
     let report = match explore(&scope) {
         Ok(r) => r,
         Err(c) => panic!(
-            "{}\nops after setup: {:?}\nscheduler script: {:?}",
+            "{name}: {}\nops after setup: {:?}\nscheduler script: {:?}",
             c.violation,
             &c.program.ops[c.setup..],
             c.script
         ),
     };
     eprintln!(
-        "exhaustive: length <= {len}, alphabet {}: {} programs ({} not extended: an op did nothing), {} interleavings (at most {} for one program), {} features, {:.1?}",
+        "exhaustive {name}: length <= {}, alphabet of {}: {} programs ({} not extended: an op did nothing), {} interleavings (at most {} for one program), {} features, {:.1?}",
+        scope.max_len,
         scope.alphabet.len(),
         report.sequences,
         report.pruned,
@@ -41,6 +48,24 @@ fn every_small_program_under_every_interleaving() {
     for (n, ops) in &report.widest {
         eprintln!("  {n} interleavings: {ops:?}");
     }
-    assert!(report.sequences > 100, "{report:?}");
-    assert!(report.interleavings > report.sequences, "{report:?}");
+    assert!(report.sequences >= min_programs, "{name}: {report:?}");
+    assert!(report.interleavings >= report.sequences, "{name}: {report:?}");
+}
+
+#[test]
+fn two_streams_every_program_under_every_interleaving() {
+    check(
+        "two_streams",
+        Scope::two_streams(len("STREAMCORE_EXHAUSTIVE_LEN", 3)),
+        500,
+    );
+}
+
+#[test]
+fn capture_orderings_every_program_under_every_interleaving() {
+    check(
+        "capture_orderings",
+        Scope::capture_orderings(len("STREAMCORE_EXHAUSTIVE_CAPTURE_LEN", 5)),
+        5000,
+    );
 }

@@ -141,6 +141,31 @@ impl Scope {
     }
 }
 
+impl Scope {
+    /// The setup of [`Scope::two_streams`] with an alphabet for capture and
+    /// free orderings: a launch on stream 0 that reads `b0` and writes `b1`
+    /// (owned by stream 1), a free, prepare/begin/end on stream 0, replay,
+    /// graph release and an injected launch fault.
+    pub fn capture_orderings(max_len: usize) -> Self {
+        let base = Self::two_streams(max_len);
+        Self {
+            alphabet: vec![
+                base.alphabet[0],
+                Op::Free { buf: 0 },
+                Op::Prepare { stream: 0 },
+                Op::Begin { stream: 0 },
+                Op::End { stream: 0 },
+                Op::Replay { graph: 0 },
+                Op::DropGraph { graph: 0 },
+                Op::Fault {
+                    site: super::FaultSite::Launch,
+                },
+            ],
+            ..base
+        }
+    }
+}
+
 /// Runs every program of `scope` under every interleaving; stops at the
 /// first violation.
 pub fn explore(scope: &Scope) -> Result<ExploreReport, Box<Counterexample>> {
