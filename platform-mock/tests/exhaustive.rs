@@ -28,10 +28,13 @@ fn check(name: &str, scope: Scope, min_programs: u64) {
     let report = match explore(&scope) {
         Ok(r) => r,
         Err(c) => panic!(
-            "{name}: {}\nops after setup: {:?}\nscheduler script: {:?}",
+            "{name}: {}\nops after setup: {:?}\nscheduler script: {:?}\nfound after {} programs and {} interleavings, {:.1?}",
             c.violation,
             &c.program.ops[c.setup..],
-            c.script
+            c.script,
+            c.after.0,
+            c.after.1,
+            start.elapsed()
         ),
     };
     eprintln!(

@@ -45,6 +45,9 @@ pub struct Counterexample {
     pub script: Vec<usize>,
     /// What the oracle found.
     pub violation: Violation,
+    /// Programs and interleavings run before this one (how long it took to
+    /// find).
+    pub after: (u64, u64),
 }
 
 /// The scope of an exploration.
@@ -219,6 +222,7 @@ fn run_all(
                 setup: scope.setup.len(),
                 script: script.to_vec(),
                 violation,
+                after: (report.sequences, report.interleavings + runs),
             })
         };
         let (trace, idle) = run_one(scope, &program, &script, &mut report.features)
