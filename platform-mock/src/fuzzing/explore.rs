@@ -236,7 +236,7 @@ fn run_all(
     report.interleavings += runs;
     report.max_interleavings = report.max_interleavings.max(runs);
     report.widest.push((runs, ops.to_vec()));
-    report.widest.sort_by(|a, b| b.0.cmp(&a.0));
+    report.widest.sort_by_key(|w| core::cmp::Reverse(w.0));
     report.widest.truncate(5);
     Ok(idle_everywhere.iter().any(|x| *x))
 }

@@ -223,7 +223,7 @@ impl Program {
 /// The `u32` whose `(x * count) >> 32` is `index`: how the derive picks a
 /// variant.
 fn tag(out: &mut Vec<u8>, index: u32, count: u32) {
-    let x = ((u64::from(index) << 32) + u64::from(count) - 1) / u64::from(count);
+    let x = (u64::from(index) << 32).div_ceil(u64::from(count));
     out.extend_from_slice(&(x as u32).to_le_bytes());
 }
 
