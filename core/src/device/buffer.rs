@@ -193,7 +193,8 @@ impl<H: Copy> BufferTable<H> {
         Ok(slot)
     }
 
-    /// Every live buffer.
+    /// Every live buffer (only tests walk the table).
+    #[cfg(test)]
     pub fn iter(&self) -> impl Iterator<Item = (BufferId, &BufferSlot<H>)> {
         self.entries.iter().enumerate().filter_map(|(i, e)| {
             e.slot.as_ref().map(|s| {
