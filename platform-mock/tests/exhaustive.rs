@@ -52,7 +52,10 @@ fn check(name: &str, scope: Scope, min_programs: u64) {
         eprintln!("  {n} interleavings: {ops:?}");
     }
     assert!(report.sequences >= min_programs, "{name}: {report:?}");
-    assert!(report.interleavings >= report.sequences, "{name}: {report:?}");
+    assert!(
+        report.interleavings >= report.sequences,
+        "{name}: {report:?}"
+    );
 }
 
 #[test]
