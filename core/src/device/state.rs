@@ -31,6 +31,9 @@ pub(crate) enum Deferred {
     Device(SliceHandle),
     /// A slice of the pinned host staging pool.
     Host(SliceHandle),
+    /// A released graph's pin on a slice of the stream's device pools
+    /// (replays of the graph may still be queued).
+    Unpin(SliceHandle),
 }
 
 /// A buffer or staging slice recorded inside an open capture.
@@ -344,6 +347,7 @@ impl<P: Platform> Inner<P> {
         for item in scratch_deferred.drain(..) {
             match item {
                 Deferred::Device(h) => st.memory.free(h)?,
+                Deferred::Unpin(h) => st.memory.unpin(h)?,
                 Deferred::Host(h) => host.free(h).map_err(host_err::<P>)?,
             }
         }
