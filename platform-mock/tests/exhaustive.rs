@@ -1,15 +1,18 @@
 //! Exhaustive small-scope exploration: every program over a small alphabet
 //! of ops on two streams and two buffers up to a length, under every
 //! interleaving the mock's scheduler can produce, checked by the fuzz
-//! targets' oracle. Two scopes:
+//! targets' oracle. Three scopes:
 //!
 //! - `two_streams`: cross-stream launches, a free, a host read, the capture
 //!   transitions, replay, graph release, an injected fault (length <= 3);
 //! - `capture_orderings`: one cross-stream launch, a free, the capture
-//!   transitions, replay, graph release, an injected fault (length <= 5).
+//!   transitions, replay, graph release, an injected fault (length <= 5);
+//! - `cross_stream_frees`: a cross-stream use, a free, an allocation that
+//!   may get the freed bytes back, a launch on it (length <= 4).
 //!
-//! `STREAMCORE_EXHAUSTIVE_LEN` (two_streams) and
-//! `STREAMCORE_EXHAUSTIVE_CAPTURE_LEN` raise the lengths (the defaults keep
+//! `STREAMCORE_EXHAUSTIVE_LEN` (two_streams),
+//! `STREAMCORE_EXHAUSTIVE_CAPTURE_LEN` and `STREAMCORE_EXHAUSTIVE_FREES_LEN`
+//! raise the lengths (the defaults keep
 //! the test well under a minute in a debug build).
 
 use std::time::Instant;
@@ -73,5 +76,14 @@ fn capture_orderings_every_program_under_every_interleaving() {
         "capture_orderings",
         Scope::capture_orderings(len("STREAMCORE_EXHAUSTIVE_CAPTURE_LEN", 5)),
         5000,
+    );
+}
+
+#[test]
+fn cross_stream_frees_every_program_under_every_interleaving() {
+    check(
+        "cross_stream_frees",
+        Scope::cross_stream_frees(len("STREAMCORE_EXHAUSTIVE_FREES_LEN", 4)),
+        300,
     );
 }

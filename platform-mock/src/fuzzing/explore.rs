@@ -169,6 +169,38 @@ impl Scope {
     }
 }
 
+impl Scope {
+    /// The setup of [`Scope::two_streams`] under the tiniest flush threshold
+    /// (every free is fenced at once), with an alphabet for frees racing
+    /// cross-stream uses: an in-place launch on stream 1 of the first live
+    /// buffer (`b0`, owned by stream 0), a free of it, an allocation on
+    /// stream 0 (of `b0`'s size: it may get `b0`'s bytes back), and a fill
+    /// of the newest buffer on stream 0.
+    pub fn cross_stream_frees(max_len: usize) -> Self {
+        let base = Self::two_streams(max_len);
+        Self {
+            config: Config {
+                flush: 4,
+                ..base.config
+            },
+            alphabet: vec![
+                base.alphabet[1],
+                Op::Free { buf: 0 },
+                Op::Alloc { stream: 0, size: 1 },
+                Op::Launch {
+                    stream: 0,
+                    kernel: Kernel::Fill,
+                    a: 0,
+                    b: 0,
+                    out: 255,
+                    k: 1,
+                },
+            ],
+            ..base
+        }
+    }
+}
+
 /// Runs every program of `scope` under every interleaving; stops at the
 /// first violation.
 pub fn explore(scope: &Scope) -> Result<ExploreReport, Box<Counterexample>> {
