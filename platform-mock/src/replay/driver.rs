@@ -14,8 +14,8 @@ use super::trace::{Trace, TraceEvent};
 
 /// Something that serves a trace's allocations: one allocator per stream.
 pub trait ReplayTarget {
-    /// What an allocation is known by.
-    type Handle: Copy;
+    /// What an allocation is known by (moved into `free`).
+    type Handle;
     /// Why an allocation failed.
     type Error: fmt::Display;
 
@@ -131,7 +131,7 @@ pub fn replay<T: ReplayTarget>(
 ) -> Result<ReplayReport, ReplayError> {
     let total = trace.events.len() as u64;
     let mut handles: Vec<Option<(u32, u64, T::Handle)>> = Vec::new();
-    handles.resize(trace.slots as usize, None);
+    handles.resize_with(trace.slots as usize, || None);
     let mut live = 0u64;
     let mut peak_live = 0u64;
     let mut allocs = 0u64;
