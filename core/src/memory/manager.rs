@@ -25,7 +25,7 @@ const PIN: u8 = 4;
 enum Engine {
     Sliced(Box<SlicedEngine>),
     /// Exclusive, persistent and dedicated: idle pages by (size, page).
-    Pages(SizeIndex),
+    Pages(Box<SizeIndex>),
 }
 
 #[derive(Debug)]
@@ -44,7 +44,7 @@ impl Pool {
             PoolKind::Small | PoolKind::Sliced => {
                 Engine::Sliced(Box::new(SlicedEngine::new(align)))
             }
-            _ => Engine::Pages(SizeIndex::new(align)),
+            _ => Engine::Pages(Box::new(SizeIndex::new(align))),
         };
         Self {
             kind,
