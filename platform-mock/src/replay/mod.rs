@@ -31,3 +31,6 @@ pub use driver::{
     ReplayError, ReplayOptions, ReplayReport, ReplayTarget, Sample, StreamcoreTarget, replay,
 };
 pub use trace::{MAX_TRACE_SIZE, MAX_TRACE_STREAMS, Trace, TraceError, TraceEvent, TraceHeader};
+
+#[cfg(test)]
+mod tests;
