@@ -8,7 +8,7 @@
 #   RUN_ARGS   arguments for every binary (default: --test-threads=1; use
 #              --bench for criterion benches)
 #   SHIM_DIR   where to build the shim (default: /tmp/hip-on-cuda)
-#   OUT        if set, logs are written there (build.log, <binary>.log)
+#   LOG_DIR    where logs are written (build.log, <binary>.log; default ./logs)
 #
 # The shim's folder is reached only through ROCM_PATH, never through
 # LD_LIBRARY_PATH, so a child process given an empty ROCM_PATH really finds
@@ -18,7 +18,7 @@ set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 shim="${SHIM_DIR:-/tmp/hip-on-cuda}"
-logs="${OUT:-$here/logs}"
+logs="${LOG_DIR:-$here/logs}"
 mkdir -p "$logs"
 read -r -a args <<<"${RUN_ARGS:---test-threads=1}"
 

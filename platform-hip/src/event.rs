@@ -47,7 +47,10 @@ impl HipEvent {
     }
 
     /// Whether the event was recorded inside a capture (it then orders work
-    /// inside the graph, not on the device's timeline).
+    /// inside the graph, not on the device's timeline). Such an event is for
+    /// `wait` inside the same capture only: querying or synchronizing it is
+    /// left to the driver, which refuses (CUDA 13 through the shim answered
+    /// `hipErrorInvalidValue` once the capture had ended).
     pub fn is_captured(&self) -> bool {
         self.captured
     }

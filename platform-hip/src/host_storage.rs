@@ -29,10 +29,6 @@ pub struct HipHostStorage {
     shared: Arc<Shared>,
 }
 
-// SAFETY: the storage owns its pinned pages; nothing in it is tied to the
-// thread that allocated them, and HIP's host allocator is thread-safe.
-unsafe impl Send for HipHostStorage {}
-
 impl HipHostStorage {
     pub(crate) fn new(shared: &Arc<Shared>) -> Self {
         Self {

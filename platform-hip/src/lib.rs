@@ -56,3 +56,23 @@ pub use stream::HipStream;
 pub fn runtime_available() -> bool {
     cubecl_hip_sys::is_available()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+
+    #[test]
+    fn handles_can_cross_threads() {
+        send_sync::<HipPlatform>();
+        send_sync::<HipEvent>();
+        send_sync::<HipKernel>();
+        send_sync::<HipGraph>();
+        send_sync::<HipError>();
+        send::<HipStream>();
+        send_sync::<HipStorage>();
+        send_sync::<HipHostStorage>();
+    }
+}

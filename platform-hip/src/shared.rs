@@ -98,3 +98,110 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SLOT: u64 = 0x1_0000;
+    const BASE: u64 = 0x7f00_0000_0000;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Add { slot: u64, size: u64 },
+        Remove { slot: u64 },
+        Query { address: u64, len: u64 },
+    }
+
+    /// Sizes, offsets and lengths near the interesting boundaries, so a
+    /// range ending exactly at a page's end (or one byte past) is common.
+    fn edge() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            prop::sample::select(vec![
+                0,
+                1,
+                15,
+                16,
+                17,
+                4095,
+                4096,
+                4097,
+                SLOT - 1,
+                SLOT,
+                SLOT + 1
+            ]),
+            0..=SLOT + 1,
+        ]
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..8u64, edge()).prop_map(|(slot, size)| Op::Add {
+                slot,
+                size: size.clamp(1, SLOT)
+            }),
+            (0..8u64).prop_map(|slot| Op::Remove { slot }),
+            (0..9u64, edge(), edge()).prop_map(|(slot, offset, len)| Op::Query {
+                address: BASE + slot * SLOT + offset,
+                len,
+            }),
+            Just(Op::Query {
+                address: u64::MAX - 1,
+                len: 4
+            }),
+        ]
+    }
+
+    proptest! {
+        /// The registry answers "inside one live page" exactly as a linear
+        /// scan over the live pages does (pages never overlap, as from an
+        /// allocator).
+        #[test]
+        fn host_page_registry_matches_a_linear_scan(ops in proptest::collection::vec(op(), 1..64)) {
+            let shared = Shared::new(0);
+            let mut model: Vec<(u64, u64)> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Add { slot, size } => {
+                        let start = BASE + slot * SLOT;
+                        if !model.iter().any(|&(s, _)| s == start) {
+                            shared.host_page_added(start, size);
+                            model.push((start, size));
+                        }
+                    }
+                    Op::Remove { slot } => {
+                        let start = BASE + slot * SLOT;
+                        shared.host_page_removed(start);
+                        model.retain(|&(s, _)| s != start);
+                    }
+                    Op::Query { address, len } => {
+                        let expected = model.iter().any(|&(s, size)| {
+                            address >= s && address.checked_add(len).is_some_and(|end| end <= s + size)
+                        });
+                        prop_assert_eq!(shared.host_range_is_live(address, len), expected);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn captures_are_counted_and_doomed_by_epoch() {
+        let shared = Shared::new(0);
+        assert!(!shared.capturing());
+        let first = shared.capture_begun();
+        assert!(shared.capturing());
+        assert!(!shared.doomed_since(first));
+        shared.doom_open_captures();
+        assert!(shared.doomed_since(first));
+        let second = shared.capture_begun();
+        assert!(
+            !shared.doomed_since(second),
+            "a doom before it began does not count"
+        );
+        shared.capture_ended();
+        shared.capture_ended();
+        assert!(!shared.capturing());
+    }
+}

@@ -30,11 +30,6 @@ pub struct HipStorage {
     shared: Arc<Shared>,
 }
 
-// SAFETY: the storage holds device addresses as integers and a shared
-// handle to thread-safe bookkeeping; HIP's allocator may be called from any
-// thread.
-unsafe impl Send for HipStorage {}
-
 impl HipStorage {
     pub(crate) fn new(shared: &Arc<Shared>) -> Self {
         Self {
@@ -54,13 +49,13 @@ impl HipStorage {
         self.pending.len()
     }
 
-    fn release(call_site: &mut Vec<u64>) -> Result<(), HipError> {
-        while let Some(&address) = call_site.last() {
+    fn release(queue: &mut Vec<u64>) -> Result<(), HipError> {
+        while let Some(&address) = queue.last() {
             // SAFETY: `address` came from `hipMalloc`, was removed from the
             // live set by `dealloc`, and is freed exactly once: it leaves the
             // queue only after `hipFree` succeeded.
             check("hipFree", unsafe { hip::hipFree(address as *mut c_void) })?;
-            call_site.pop();
+            queue.pop();
         }
         Ok(())
     }
