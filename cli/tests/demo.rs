@@ -7,7 +7,10 @@ fn demo(seed: &str) -> (bool, String) {
         .args(["demo", "--seed", seed])
         .output()
         .expect("run streamcore demo");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 #[test]
