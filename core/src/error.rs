@@ -1,9 +1,17 @@
-//! The core's top-level error: every fallible operation of the core returns
-//! it (or a module's own error that converts into it).
+//! The core's top-level error: every fallible operation of the device API
+//! returns it. Module errors convert into it.
 
+use alloc::boxed::Box;
+use alloc::string::String;
 use core::fmt;
 
+use crate::device::{BufferId, GraphId, KernelId, StaleBuffer};
+use crate::failure::{FailureId, TaintReport};
+use crate::memory::MemoryError;
+use crate::platform::ErrorKind;
 use crate::stream::capture::CaptureError;
+use crate::stream::pool::StreamOutOfRange;
+use crate::stream::sync::UnknownStream;
 
 /// An error of the core, generic over the platform's error `E`.
 #[derive(Debug)]
@@ -18,6 +26,39 @@ pub enum Error<E> {
     },
     /// A capture lifecycle call was out of order or the window was doomed.
     Capture(CaptureError),
+    /// The stream's memory manager refused (out of memory, bad size, layout
+    /// in use, allocation inside a capture).
+    Memory(MemoryError<E>),
+    /// A launch or copy failed on the platform: its outputs are now claimed
+    /// by `failure`; work that does not read them keeps running.
+    Failed {
+        /// What failed (`"launch"`, `"copy_to_device"`, …).
+        op: &'static str,
+        /// The failure that now claims the bytes the work would have written.
+        failure: FailureId,
+        /// The platform's classification.
+        kind: ErrorKind,
+        /// The platform's message.
+        message: String,
+    },
+    /// A read of bytes a failure claims: the report walks back to the root.
+    Tainted(Box<TaintReport>),
+    /// The buffer was freed or belongs to another device.
+    StaleBuffer(BufferId),
+    /// No such stream.
+    Stream(StreamOutOfRange),
+    /// No kernel with this id was loaded on this device.
+    UnknownKernel(KernelId),
+    /// The graph belongs to another device or was released.
+    UnknownGraph(GraphId),
+    /// The operation needs a host synchronization or a storage allocation,
+    /// which a stream that is being captured does not allow.
+    NotWhileCapturing {
+        /// The operation.
+        op: &'static str,
+    },
+    /// A bad argument (size mismatch, empty data, …).
+    InvalidArgument(&'static str),
 }
 
 impl<E> Error<E> {
@@ -33,11 +74,67 @@ impl<E> From<CaptureError> for Error<E> {
     }
 }
 
+impl<E> From<MemoryError<E>> for Error<E> {
+    fn from(e: MemoryError<E>) -> Self {
+        match e {
+            MemoryError::Capture(c) => Error::Capture(c),
+            other => Error::Memory(other),
+        }
+    }
+}
+
+impl<E> From<Box<TaintReport>> for Error<E> {
+    fn from(r: Box<TaintReport>) -> Self {
+        Error::Tainted(r)
+    }
+}
+
+impl<E> From<StaleBuffer> for Error<E> {
+    fn from(e: StaleBuffer) -> Self {
+        Error::StaleBuffer(e.0)
+    }
+}
+
+impl<E> From<StreamOutOfRange> for Error<E> {
+    fn from(e: StreamOutOfRange) -> Self {
+        Error::Stream(e)
+    }
+}
+
+impl<E> From<UnknownStream> for Error<E> {
+    fn from(e: UnknownStream) -> Self {
+        Error::Stream(StreamOutOfRange {
+            id: e.0,
+            capacity: 0,
+        })
+    }
+}
+
 impl<E: fmt::Display> fmt::Display for Error<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Platform { op, source } => write!(f, "platform call `{op}` failed: {source}"),
             Error::Capture(e) => write!(f, "capture: {e}"),
+            Error::Memory(e) => write!(f, "memory: {e}"),
+            Error::Failed {
+                op,
+                failure,
+                kind,
+                message,
+            } => write!(
+                f,
+                "{op} failed ({kind:?}: {message}); its outputs are claimed by {failure}"
+            ),
+            Error::Tainted(r) => write!(f, "{r}"),
+            Error::StaleBuffer(b) => write!(f, "{b} was freed or belongs to another device"),
+            Error::Stream(e) => write!(f, "{e}"),
+            Error::UnknownKernel(k) => write!(f, "kernel #{} was not loaded on this device", k.0),
+            Error::UnknownGraph(g) => write!(f, "graph #{} is not live on this device", g.0),
+            Error::NotWhileCapturing { op } => write!(
+                f,
+                "`{op}` needs a host synchronization or allocation, which a capturing stream does not allow"
+            ),
+            Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
         }
     }
 }

@@ -243,7 +243,8 @@ mod tests {
     use super::*;
     extern crate alloc;
 
-    const ALL_OPS: [fn(&mut CaptureState) -> Result<(), CaptureError>; 4] = [
+    type Transition = fn(&mut CaptureState) -> Result<(), CaptureError>;
+    const ALL_OPS: [Transition; 4] = [
         CaptureState::prepare,
         CaptureState::begin,
         CaptureState::end,

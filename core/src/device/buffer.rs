@@ -1,0 +1,228 @@
+//! The device's table of buffers: where each lives, who wrote it last, and
+//! which streams used it — the facts the multi-stream sync and the taint
+//! graph need.
+//!
+//! Slots are reused (free list) and carry a generation, so a stale id is
+//! detected instead of aliasing a newer buffer. A slot's per-stream use
+//! vector is kept when the slot is reused: steady state allocates nothing.
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::platform::DeviceRange;
+use crate::stream::{Cursor, StreamId, WriteMark};
+
+/// Identifies a buffer of a device: slot index and generation.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufferId {
+    index: u32,
+    generation: u32,
+}
+
+impl BufferId {
+    /// The id as one number (unique among every buffer the device ever had,
+    /// until a slot's generation wraps after 2^32 reuses).
+    pub const fn as_u64(self) -> u64 {
+        ((self.generation as u64) << 32) | self.index as u64
+    }
+}
+
+impl fmt::Display for BufferId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "buffer {}.{}", self.index, self.generation)
+    }
+}
+
+/// Where a buffer's bytes are.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Location<H> {
+    /// A slice of the owner stream's pools.
+    Placed {
+        /// The pool handle, to free it.
+        handle: H,
+        /// The device bytes.
+        range: DeviceRange,
+    },
+    /// The reservation failed; the buffer has no bytes and is claimed by the
+    /// failure that recorded why.
+    Unplaced,
+}
+
+/// One buffer.
+#[derive(Clone, Debug)]
+pub struct BufferSlot<H> {
+    /// Requested size in bytes.
+    pub size: u64,
+    /// The stream whose pools own the bytes.
+    pub owner: StreamId,
+    /// Where the bytes are.
+    pub location: Location<H>,
+    /// The last write, if any.
+    pub last_write: Option<WriteMark>,
+    /// Per stream, the cursor of its last submission that used the buffer
+    /// (0: never).
+    pub last_use: Vec<Cursor>,
+}
+
+impl<H> BufferSlot<H> {
+    /// The device range, if placed.
+    pub fn range(&self) -> Option<DeviceRange> {
+        match self.location {
+            Location::Placed { range, .. } => Some(range),
+            Location::Unplaced => None,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Entry<H> {
+    generation: u32,
+    slot: Option<BufferSlot<H>>,
+    spare_uses: Vec<Cursor>,
+}
+
+/// A stale or unknown buffer id.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StaleBuffer(pub BufferId);
+
+impl fmt::Display for StaleBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} was freed or never existed on this device", self.0)
+    }
+}
+
+impl core::error::Error for StaleBuffer {}
+
+/// The slab of buffers.
+#[derive(Debug)]
+pub struct BufferTable<H> {
+    entries: Vec<Entry<H>>,
+    free: Vec<u32>,
+    streams: usize,
+    live: usize,
+}
+
+impl<H: Copy> BufferTable<H> {
+    /// An empty table for a device of `streams` streams.
+    pub fn new(streams: usize) -> Self {
+        Self {
+            entries: Vec::new(),
+            free: Vec::new(),
+            streams,
+            live: 0,
+        }
+    }
+
+    /// Number of live buffers.
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Inserts a buffer and returns its id.
+    pub fn insert(&mut self, size: u64, owner: StreamId, location: Location<H>) -> BufferId {
+        self.live += 1;
+        if let Some(index) = self.free.pop() {
+            let e = &mut self.entries[index as usize];
+            let mut uses = core::mem::take(&mut e.spare_uses);
+            uses.clear();
+            uses.resize(self.streams, 0);
+            e.slot = Some(BufferSlot {
+                size,
+                owner,
+                location,
+                last_write: None,
+                last_use: uses,
+            });
+            return BufferId {
+                index,
+                generation: e.generation,
+            };
+        }
+        let index = self.entries.len() as u32;
+        self.entries.push(Entry {
+            generation: 0,
+            slot: Some(BufferSlot {
+                size,
+                owner,
+                location,
+                last_write: None,
+                last_use: vec![0; self.streams],
+            }),
+            spare_uses: Vec::new(),
+        });
+        BufferId {
+            index,
+            generation: 0,
+        }
+    }
+
+    /// The buffer, if `id` is live.
+    pub fn get(&self, id: BufferId) -> Result<&BufferSlot<H>, StaleBuffer> {
+        self.entries
+            .get(id.index as usize)
+            .filter(|e| e.generation == id.generation)
+            .and_then(|e| e.slot.as_ref())
+            .ok_or(StaleBuffer(id))
+    }
+
+    /// The buffer, mutably, if `id` is live.
+    pub fn get_mut(&mut self, id: BufferId) -> Result<&mut BufferSlot<H>, StaleBuffer> {
+        self.entries
+            .get_mut(id.index as usize)
+            .filter(|e| e.generation == id.generation)
+            .and_then(|e| e.slot.as_mut())
+            .ok_or(StaleBuffer(id))
+    }
+
+    /// Removes a buffer, returning what it was. The id becomes stale.
+    pub fn remove(&mut self, id: BufferId) -> Result<BufferSlot<H>, StaleBuffer> {
+        let e = self
+            .entries
+            .get_mut(id.index as usize)
+            .filter(|e| e.generation == id.generation && e.slot.is_some())
+            .ok_or(StaleBuffer(id))?;
+        let mut slot = e.slot.take().ok_or(StaleBuffer(id))?;
+        e.generation = e.generation.wrapping_add(1);
+        e.spare_uses = core::mem::take(&mut slot.last_use);
+        self.free.push(id.index);
+        self.live -= 1;
+        // Hand back the facts the caller needs without the use vector, which
+        // stays with the slot for reuse.
+        slot.last_use = Vec::new();
+        Ok(slot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::PageId;
+
+    fn placed(o: u64) -> Location<u32> {
+        Location::Placed {
+            handle: o as u32,
+            range: DeviceRange {
+                page: PageId(1),
+                offset: o,
+                len: 8,
+            },
+        }
+    }
+
+    #[test]
+    fn stale_ids_are_rejected_after_reuse() {
+        let mut t = BufferTable::new(2);
+        let a = t.insert(8, StreamId(0), placed(0));
+        assert_eq!(t.live(), 1);
+        t.remove(a).unwrap();
+        assert_eq!(t.get(a).unwrap_err(), StaleBuffer(a));
+        assert_eq!(t.remove(a).unwrap_err(), StaleBuffer(a));
+        let b = t.insert(8, StreamId(1), placed(8));
+        assert_ne!(a, b);
+        assert_ne!(a.as_u64(), b.as_u64());
+        assert_eq!(t.get(b).unwrap().owner, StreamId(1));
+        assert_eq!(t.get(b).unwrap().last_use, [0, 0]);
+        assert_eq!(t.live(), 1);
+    }
+}

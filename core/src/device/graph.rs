@@ -1,0 +1,297 @@
+//! Graph capture through the device: warm-up, capture, seal, replay,
+//! release. The stream's capture state, memory manager, info cache and drop
+//! queue move together.
+
+use alloc::vec::Vec;
+
+use super::handle::{Graph, GraphId};
+use super::state::{Deferred, GraphState, Inner, Res, WindowUse};
+use crate::error::Error;
+use crate::failure::{AllocId, Decision, KernelName, Operand, Operation, Region};
+use crate::info_cache::{CacheMode, GraphId as CacheGraphId};
+use crate::platform::{Access, Platform};
+use crate::stream::{CaptureError, StreamId};
+
+impl<P: Platform> Inner<P> {
+    /// `NoCapture → Prepare`: the warm-up. Pools retain what they hand out
+    /// and the info cache records what the window uses.
+    pub(crate) fn prepare(&mut self, sid: StreamId) -> Res<(), P> {
+        self.process_releases()?;
+        self.with_stream(sid, |_, st, evicted| -> Res<(), P> {
+            st.capture.prepare()?;
+            if let Err(e) = st.memory.prepare() {
+                let _ = st.capture.abort();
+                return Err(e.into());
+            }
+            st.info.set_mode(CacheMode::Capture, |(h, _)| {
+                evicted.push(Deferred::Device(h))
+            });
+            Ok(())
+        })?
+    }
+
+    /// `Prepare → Capture`: the retained slices go back to the pools, due
+    /// frees are flushed, and the platform starts recording.
+    pub(crate) fn begin_capture(&mut self, sid: StreamId) -> Res<(), P> {
+        self.process_releases()?;
+        let st = self.stream(sid)?;
+        st.capture.begin()?;
+        st.memory.begin_capture()?;
+        // Fence what is staged now: once recording, no fence can be recorded.
+        self.flush(sid)?;
+        self.with_stream(sid, |platform, st, evicted| -> Res<(), P> {
+            let _ = st.drops.set_recording(true);
+            if let Err(e) = platform.begin_capture(&mut st.stream) {
+                let _ = st.drops.set_recording(false);
+                let _ = st.capture.abort();
+                let _ = st.memory.abort_capture();
+                let _ = st
+                    .info
+                    .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
+                return Err(Error::platform("begin_capture", e));
+            }
+            Ok(())
+        })??;
+        self.recording += 1;
+        Ok(())
+    }
+
+    /// Ends the capture. A doomed window, or a capture the platform
+    /// invalidated, yields no graph: everything the window held is released
+    /// and the error says why.
+    pub(crate) fn end_capture(&mut self, sid: StreamId) -> Res<Graph, P> {
+        self.process_releases()?;
+        // Out-of-order calls are rejected before anything changes.
+        if let Err(e @ CaptureError::NotCapturing { .. }) = self.stream(sid)?.capture.check_end() {
+            return Err(e.into());
+        }
+        let mut pinned = Vec::new();
+        self.recording = self.recording.saturating_sub(1);
+        let (sealed, graph, owed, memory, window, window_host) =
+            self.with_stream(sid, |platform, st, _| {
+                let sealed = st.capture.end();
+                let graph = platform.end_capture(&mut st.stream);
+                let owed = st.drops.set_recording(false);
+                let memory = st.memory.end_capture(|c| pinned.push(c.handle));
+                let window = core::mem::take(&mut st.window);
+                let window_host = core::mem::take(&mut st.window_host);
+                (sealed, graph, owed, memory, window, window_host)
+            })?;
+
+        let outcome: Res<P::Graph, P> = match (sealed, graph) {
+            (Ok(()), Ok(g)) => match memory {
+                Ok(()) => Ok(g),
+                Err(e) => {
+                    let _ = self.platform.destroy_graph(g);
+                    Err(e.into())
+                }
+            },
+            (Err(doomed), Ok(g)) => {
+                let _ = self.platform.destroy_graph(g);
+                Err(doomed.into())
+            }
+            (Err(doomed), Err(_)) => Err(doomed.into()),
+            (Ok(()), Err(e)) => Err(Error::platform("end_capture", e)),
+        };
+        let gid = GraphId(self.next_graph);
+        self.next_graph += 1;
+        let result = match outcome {
+            Ok(g) => {
+                self.with_stream(sid, |_, st, evicted| {
+                    let _ = st.info.capture_commit(CacheGraphId(gid.0), |(h, _)| {
+                        evicted.push(Deferred::Device(h))
+                    });
+                })?;
+                let (uses, operands) = self.net_uses(window)?;
+                self.graphs.insert(
+                    gid,
+                    GraphState {
+                        graph: Some(g),
+                        stream: sid,
+                        name: KernelName::new(&alloc::format!("graph #{}", gid.0)),
+                        uses,
+                        operands,
+                        pinned,
+                        host: window_host,
+                    },
+                );
+                self.stats.graphs_sealed += 1;
+                Ok(Graph::new(gid, sid, self.id, self.releases.clone()))
+            }
+            Err(e) => {
+                self.with_stream(sid, |_, st, evicted| {
+                    for h in pinned {
+                        let _ = st.memory.unpin(h);
+                    }
+                    let _ = st
+                        .info
+                        .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
+                    evicted.extend(window_host.into_iter().map(Deferred::Host));
+                })?;
+                drop(window);
+                Err(e)
+            }
+        };
+        if owed {
+            self.flush(sid)?;
+        }
+        result
+    }
+
+    /// Closes an open window without a graph.
+    pub(crate) fn abort_capture(&mut self, sid: StreamId) -> Res<(), P> {
+        self.process_releases()?;
+        let was_recording = self.stream(sid)?.capture.is_recording();
+        let (owed, window) = self.with_stream(sid, |platform, st, evicted| -> Res<_, P> {
+            let recording = st.capture.is_recording();
+            st.capture.abort()?;
+            if recording {
+                if let Ok(g) = platform.end_capture(&mut st.stream) {
+                    let _ = platform.destroy_graph(g);
+                }
+            }
+            let owed = st.drops.set_recording(false);
+            let _ = st.memory.abort_capture();
+            let window = core::mem::take(&mut st.window);
+            let _ = st
+                .info
+                .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
+            evicted.extend(st.window_host.drain(..).map(Deferred::Host));
+            Ok((owed, window))
+        })??;
+        if was_recording {
+            self.recording = self.recording.saturating_sub(1);
+        }
+        drop(window);
+        if owed {
+            self.flush(sid)?;
+        }
+        Ok(())
+    }
+
+    /// The graph's net use of each buffer: a buffer whose first use in the
+    /// window is a full write is an output (reads after it are internal);
+    /// otherwise it is an input, and an output too if anything wrote it.
+    fn net_uses(&self, window: Vec<WindowUse>) -> Res<(Vec<WindowUse>, Vec<Operand>), P> {
+        let mut uses: Vec<WindowUse> = Vec::new();
+        for w in window {
+            if let Some(u) = uses.iter_mut().find(|u| u.buffer.id() == w.buffer.id()) {
+                if u.access == Access::Read && w.access.writes() {
+                    u.access = Access::ReadWrite;
+                }
+            } else {
+                uses.push(w);
+            }
+        }
+        let mut operands = Vec::with_capacity(uses.len());
+        for u in &uses {
+            let size = self.buffers.get(u.buffer.id())?.size;
+            operands.push(Operand {
+                region: Region::new(AllocId(u.buffer.id().as_u64()), 0, size),
+                access: u.access,
+            });
+        }
+        Ok((uses, operands))
+    }
+
+    /// Queues one replay of `graph` on the stream it was captured on.
+    pub(crate) fn replay(&mut self, graph: &Graph) -> Res<super::Launched, P> {
+        self.process_releases()?;
+        if graph.device() != self.id {
+            return Err(Error::UnknownGraph(graph.id()));
+        }
+        let gid = graph.id();
+        let Some(gs) = self.graphs.get(&gid) else {
+            return Err(Error::UnknownGraph(gid));
+        };
+        let sid = gs.stream;
+        if self
+            .streams
+            .get(sid)
+            .is_some_and(|s| s.capture.is_recording())
+        {
+            return Err(Error::NotWhileCapturing { op: "replay" });
+        }
+        let op = Operation::Launch(gs.name.clone());
+        if let Decision::Skipped(f) = self.taint.begin(&op, &gs.operands) {
+            self.stats.skipped += 1;
+            return Ok(super::Launched::Skipped(f));
+        }
+        self.scratch_marks.clear();
+        let n = gs.uses.len();
+        for i in 0..n {
+            let (id, access) = {
+                let u = &self.graphs[&gid].uses[i];
+                (u.buffer.id(), u.access)
+            };
+            self.push_marks(id, access)?;
+        }
+        self.wait_for_marks(sid)?;
+        let Self {
+            platform,
+            streams,
+            graphs,
+            ..
+        } = self;
+        let st = streams
+            .get_mut(sid)
+            .ok_or(Error::InvalidArgument("stream not created"))?;
+        let gs = graphs.get(&gid).ok_or(Error::UnknownGraph(gid))?;
+        let Some(g) = gs.graph.as_ref() else {
+            return Err(Error::UnknownGraph(gid));
+        };
+        match platform.launch_graph(&mut st.stream, g) {
+            Ok(()) => {
+                self.stats.graph_replays += 1;
+                let cursor = self.sync.submit(sid)?;
+                let gs = &self.graphs[&gid];
+                self.taint.succeeded(&gs.operands);
+                for i in 0..n {
+                    let (id, access) = {
+                        let u = &self.graphs[&gid].uses[i];
+                        (u.buffer.id(), u.access)
+                    };
+                    self.mark_use(id, sid, cursor, access)?;
+                }
+                Ok(super::Launched::Queued)
+            }
+            Err(e) => {
+                self.scratch_ops.clear();
+                let ops = self.graphs[&gid].operands.clone();
+                self.scratch_ops.extend(ops);
+                Err(self.work_failed(sid, "launch_graph", op, e))
+            }
+        }
+    }
+
+    /// The last handle of a graph is gone: destroy it and release its pins.
+    pub(crate) fn release_graph(&mut self, gid: GraphId) -> Res<(), P> {
+        let Some(mut gs) = self.graphs.remove(&gid) else {
+            return Ok(());
+        };
+        let sid = gs.stream;
+        let destroyed = match gs.graph.take() {
+            Some(g) => self
+                .platform
+                .destroy_graph(g)
+                .map_err(|e| Error::platform("destroy_graph", e)),
+            None => Ok(()),
+        };
+        self.with_stream(sid, |_, st, evicted| {
+            let _ = st.info.graph_release(CacheGraphId(gid.0), |(h, _)| {
+                evicted.push(Deferred::Device(h))
+            });
+            for h in gs.pinned.drain(..) {
+                let _ = st.memory.unpin(h);
+            }
+            // The graph's replays may still be queued: staging bytes go
+            // through the drop queue like any other retired slice.
+            evicted.extend(gs.host.drain(..).map(Deferred::Host));
+        })?;
+        self.stats.graphs_released += 1;
+        // Dropping `gs.uses` drops buffer handles: their ids land in the
+        // release queue, which the caller's loop processes next.
+        drop(gs);
+        destroyed
+    }
+}

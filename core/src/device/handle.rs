@@ -1,0 +1,194 @@
+//! User-facing handles: buffers and graphs. Dropping the last clone of a
+//! handle releases what it names — deferred: the drop only queues the id,
+//! and the device processes the queue at its next call, so a drop never
+//! takes the device lock, never calls the platform and never fails.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+
+use super::buffer::BufferId;
+use crate::platform::Access;
+use crate::stream::StreamId;
+
+/// Identifies a captured graph of a device.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GraphId(pub u64);
+
+/// Identifies a kernel loaded on a device.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KernelId(pub u32);
+
+/// Ids whose last handle was dropped, waiting for the device to release them.
+#[derive(Debug, Default)]
+pub(crate) struct Releases {
+    pub(crate) buffers: Vec<BufferId>,
+    pub(crate) graphs: Vec<GraphId>,
+}
+
+pub(crate) type ReleaseQueue = spin::Mutex<Releases>;
+
+struct BufferInner {
+    id: BufferId,
+    size: u64,
+    owner: StreamId,
+    device: u64,
+    releases: Arc<ReleaseQueue>,
+}
+
+impl Drop for BufferInner {
+    fn drop(&mut self) {
+        self.releases.lock().buffers.push(self.id);
+    }
+}
+
+/// A device buffer. Cloning shares it; dropping the last clone frees it,
+/// deferred until the device has finished every use queued before.
+#[derive(Clone)]
+pub struct Buffer {
+    inner: Arc<BufferInner>,
+}
+
+impl Buffer {
+    pub(crate) fn new(
+        id: BufferId,
+        size: u64,
+        owner: StreamId,
+        device: u64,
+        releases: Arc<ReleaseQueue>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(BufferInner {
+                id,
+                size,
+                owner,
+                device,
+                releases,
+            }),
+        }
+    }
+
+    /// The buffer's id on its device.
+    pub fn id(&self) -> BufferId {
+        self.inner.id
+    }
+
+    /// Its size in bytes.
+    pub fn size(&self) -> u64 {
+        self.inner.size
+    }
+
+    /// The stream whose pools hold its bytes.
+    pub fn owner(&self) -> StreamId {
+        self.inner.owner
+    }
+
+    pub(crate) fn device(&self) -> u64 {
+        self.inner.device
+    }
+
+    /// A binding of this buffer the kernel only reads.
+    pub fn read(&self) -> Arg<'_> {
+        Arg {
+            buffer: self,
+            access: Access::Read,
+        }
+    }
+
+    /// A binding of this buffer the kernel only writes (all of it).
+    pub fn write(&self) -> Arg<'_> {
+        Arg {
+            buffer: self,
+            access: Access::Write,
+        }
+    }
+
+    /// A binding of this buffer the kernel reads and writes.
+    pub fn read_write(&self) -> Arg<'_> {
+        Arg {
+            buffer: self,
+            access: Access::ReadWrite,
+        }
+    }
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Buffer")
+            .field("id", &self.inner.id)
+            .field("size", &self.inner.size)
+            .field("owner", &self.inner.owner)
+            .finish()
+    }
+}
+
+/// One kernel argument: a buffer and how the kernel uses it.
+#[derive(Copy, Clone, Debug)]
+pub struct Arg<'a> {
+    /// The buffer.
+    pub buffer: &'a Buffer,
+    /// How the kernel uses it.
+    pub access: Access,
+}
+
+struct GraphInner {
+    id: GraphId,
+    stream: StreamId,
+    device: u64,
+    releases: Arc<ReleaseQueue>,
+}
+
+impl Drop for GraphInner {
+    fn drop(&mut self) {
+        self.releases.lock().graphs.push(self.id);
+    }
+}
+
+/// A sealed capture. Replay it with `Device::replay`; dropping the last
+/// clone destroys it and releases its pins (info buffers, memory slices,
+/// the buffers it recorded).
+#[derive(Clone)]
+pub struct Graph {
+    inner: Arc<GraphInner>,
+}
+
+impl Graph {
+    pub(crate) fn new(
+        id: GraphId,
+        stream: StreamId,
+        device: u64,
+        releases: Arc<ReleaseQueue>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(GraphInner {
+                id,
+                stream,
+                device,
+                releases,
+            }),
+        }
+    }
+
+    /// The graph's id on its device.
+    pub fn id(&self) -> GraphId {
+        self.inner.id
+    }
+
+    /// The stream it was captured on.
+    pub fn stream(&self) -> StreamId {
+        self.inner.stream
+    }
+
+    pub(crate) fn device(&self) -> u64 {
+        self.inner.device
+    }
+}
+
+impl fmt::Debug for Graph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Graph")
+            .field("id", &self.inner.id)
+            .field("stream", &self.inner.stream)
+            .finish()
+    }
+}

@@ -1,0 +1,222 @@
+//! The entries: a slab of nodes addressed by `u32` index, with an intrusive
+//! doubly-linked LRU list through them and a free list for reuse.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+/// "No node".
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// Bytes an entry of `words` words holds.
+pub(crate) const fn entry_bytes(words: usize) -> u64 {
+    (words as u64).saturating_mul(8)
+}
+
+/// One entry (or, with `value == None`, a free slot whose key buffer is kept
+/// for reuse).
+#[derive(Debug)]
+pub(crate) struct Node<V> {
+    pub(crate) key: Box<[u64]>,
+    pub(crate) value: Option<V>,
+    pub(crate) hash: u64,
+    prev: u32,
+    next: u32,
+    /// Live graphs pinning the entry.
+    pub(crate) pins: u32,
+    /// Recorded in the open capture window.
+    pub(crate) in_window: bool,
+    /// In the LRU list.
+    linked: bool,
+}
+
+impl<V> Node<V> {
+    pub(crate) fn bytes(&self) -> u64 {
+        entry_bytes(self.key.len())
+    }
+}
+
+/// The slab and its LRU list (head: most recently used; tail: evicted next).
+#[derive(Debug)]
+pub(crate) struct Slab<V> {
+    nodes: Vec<Node<V>>,
+    free: u32,
+    head: u32,
+    tail: u32,
+    linked: usize,
+    linked_bytes: u64,
+}
+
+impl<V> Slab<V> {
+    pub(crate) fn with_capacity(entries: usize) -> Self {
+        Self {
+            nodes: Vec::with_capacity(entries),
+            free: NIL,
+            head: NIL,
+            tail: NIL,
+            linked: 0,
+            linked_bytes: 0,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn node(&self, idx: u32) -> &Node<V> {
+        &self.nodes[idx as usize]
+    }
+
+    #[inline]
+    pub(crate) fn node_mut(&mut self, idx: u32) -> &mut Node<V> {
+        &mut self.nodes[idx as usize]
+    }
+
+    /// Entries in the LRU list.
+    pub(crate) fn linked(&self) -> usize {
+        self.linked
+    }
+
+    /// Bytes of the entries in the LRU list.
+    pub(crate) fn linked_bytes(&self) -> u64 {
+        self.linked_bytes
+    }
+
+    /// The least recently used entry of the list.
+    pub(crate) fn tail(&self) -> Option<u32> {
+        (self.tail != NIL).then_some(self.tail)
+    }
+
+    /// The most recently used entry of the list.
+    #[cfg(test)]
+    pub(crate) fn head(&self) -> Option<u32> {
+        (self.head != NIL).then_some(self.head)
+    }
+
+    /// The entry after `idx`, towards the tail.
+    #[cfg(test)]
+    pub(crate) fn next_of(&self, idx: u32) -> Option<u32> {
+        let n = self.node(idx).next;
+        (n != NIL).then_some(n)
+    }
+
+    /// Stores a new unlinked entry, reusing a free slot (and its key buffer
+    /// when the length matches). Hands `value` back when no index is left.
+    pub(crate) fn alloc(&mut self, words: &[u64], value: V, hash: u64) -> Result<u32, V> {
+        if self.free != NIL {
+            let idx = self.free;
+            let node = &mut self.nodes[idx as usize];
+            self.free = node.next;
+            if node.key.len() == words.len() {
+                node.key.copy_from_slice(words);
+            } else {
+                node.key = words.into();
+            }
+            node.value = Some(value);
+            node.hash = hash;
+            node.prev = NIL;
+            node.next = NIL;
+            node.pins = 0;
+            node.in_window = false;
+            node.linked = false;
+            return Ok(idx);
+        }
+        if self.nodes.len() >= NIL as usize {
+            return Err(value);
+        }
+        let idx = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            key: words.into(),
+            value: Some(value),
+            hash,
+            prev: NIL,
+            next: NIL,
+            pins: 0,
+            in_window: false,
+            linked: false,
+        });
+        Ok(idx)
+    }
+
+    /// Frees an entry (unlinking it first) and returns its value.
+    pub(crate) fn free(&mut self, idx: u32) -> Option<V> {
+        self.unlink(idx);
+        let free = self.free;
+        let node = self.node_mut(idx);
+        let value = node.value.take();
+        node.next = free;
+        self.free = idx;
+        value
+    }
+
+    /// Links an unlinked entry at the head (most recently used).
+    pub(crate) fn link_front(&mut self, idx: u32) {
+        let head = self.head;
+        let node = self.node_mut(idx);
+        if node.linked {
+            return;
+        }
+        node.linked = true;
+        node.prev = NIL;
+        node.next = head;
+        let bytes = node.bytes();
+        if head == NIL {
+            self.tail = idx;
+        } else {
+            self.node_mut(head).prev = idx;
+        }
+        self.head = idx;
+        self.linked += 1;
+        self.linked_bytes += bytes;
+    }
+
+    /// Links an unlinked entry at the tail (evicted next).
+    pub(crate) fn link_back(&mut self, idx: u32) {
+        let tail = self.tail;
+        let node = self.node_mut(idx);
+        if node.linked {
+            return;
+        }
+        node.linked = true;
+        node.next = NIL;
+        node.prev = tail;
+        let bytes = node.bytes();
+        if tail == NIL {
+            self.head = idx;
+        } else {
+            self.node_mut(tail).next = idx;
+        }
+        self.tail = idx;
+        self.linked += 1;
+        self.linked_bytes += bytes;
+    }
+
+    /// Takes a linked entry out of the list (no-op when unlinked).
+    pub(crate) fn unlink(&mut self, idx: u32) {
+        let node = self.node_mut(idx);
+        if !node.linked {
+            return;
+        }
+        node.linked = false;
+        let (prev, next, bytes) = (node.prev, node.next, node.bytes());
+        node.prev = NIL;
+        node.next = NIL;
+        if prev == NIL {
+            self.head = next;
+        } else {
+            self.node_mut(prev).next = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.node_mut(next).prev = prev;
+        }
+        self.linked -= 1;
+        self.linked_bytes -= bytes;
+    }
+
+    /// Moves a linked entry to the head.
+    #[inline]
+    pub(crate) fn touch(&mut self, idx: u32) {
+        if self.head != idx && self.node(idx).linked {
+            self.unlink(idx);
+            self.link_front(idx);
+        }
+    }
+}

@@ -1,0 +1,499 @@
+//! Multi-stream synchronization: a cursor per stream, a last-synced table
+//! per stream, and pins that keep cross-stream bindings alive.
+//!
+//! Every submission on a stream advances that stream's cursor. A buffer
+//! remembers `(writer stream, cursor)` of its last write. When stream A binds
+//! memory last written by stream B at cursor `c`, A must wait for B only if A
+//! has not already synced B at or past `c`. [`SyncTable::plan`] computes the
+//! minimal set of waits for one submission (at most one per other stream);
+//! the caller records one event per producer, makes A wait on it and reports
+//! it back with [`SyncTable::synced`]. The table is a vector clock: waiting
+//! on B also teaches A everything B had synced itself.
+//!
+//! The table never talks to the platform: recording events and waiting is
+//! the caller's job, and fence progress is an input ([`SyncTable::completed`]).
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt;
+
+use super::pool::StreamId;
+
+/// A position in one stream's submission sequence. Cursor 0 means "nothing
+/// submitted yet"; the first submission gets cursor 1.
+pub type Cursor = u64;
+
+/// The last write of a buffer: which stream wrote it and at which cursor.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WriteMark {
+    /// The stream that wrote.
+    pub stream: StreamId,
+    /// The writer's cursor at that submission.
+    pub cursor: Cursor,
+}
+
+/// A stream id the table was not built for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct UnknownStream(pub StreamId);
+
+impl fmt::Display for UnknownStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} is not tracked by the sync table", self.0)
+    }
+}
+
+impl core::error::Error for UnknownStream {}
+
+/// The waits one submission needs: for each producer stream, the cursor the
+/// consumer must reach. Reused across submissions (no allocation once built).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitPlan {
+    need: Vec<Cursor>,
+    producers: Vec<StreamId>,
+}
+
+impl WaitPlan {
+    /// An empty plan for a table of `streams` streams.
+    pub fn new(streams: usize) -> Self {
+        Self {
+            need: vec![0; streams],
+            producers: Vec::with_capacity(streams),
+        }
+    }
+
+    /// The producers to wait on, with the cursor each wait must cover, in
+    /// the order they were first needed.
+    pub fn waits(&self) -> impl Iterator<Item = (StreamId, Cursor)> + '_ {
+        self.producers.iter().map(|&s| (s, self.need[s.index()]))
+    }
+
+    /// Whether the submission needs no wait.
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
+    }
+
+    /// Number of waits.
+    pub fn len(&self) -> usize {
+        self.producers.len()
+    }
+
+    fn clear(&mut self) {
+        for s in self.producers.drain(..) {
+            self.need[s.index()] = 0;
+        }
+    }
+}
+
+/// Cursors and the last-synced matrix of a fixed set of streams.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncTable {
+    n: usize,
+    cursor: Vec<Cursor>,
+    /// `synced[a * n + b]`: every submission of `b` up to this cursor is
+    /// ordered before `a`'s future work.
+    synced: Vec<Cursor>,
+    /// Per stream, the highest cursor known to have completed on the device.
+    completed: Vec<Cursor>,
+}
+
+impl SyncTable {
+    /// A table for `streams` streams, all at cursor 0.
+    pub fn new(streams: usize) -> Self {
+        Self {
+            n: streams,
+            cursor: vec![0; streams],
+            synced: vec![0; streams * streams],
+            completed: vec![0; streams],
+        }
+    }
+
+    /// Number of streams tracked.
+    pub fn streams(&self) -> usize {
+        self.n
+    }
+
+    fn check(&self, s: StreamId) -> Result<usize, UnknownStream> {
+        if s.index() < self.n {
+            Ok(s.index())
+        } else {
+            Err(UnknownStream(s))
+        }
+    }
+
+    /// The cursor of the latest submission on `s`.
+    pub fn cursor(&self, s: StreamId) -> Result<Cursor, UnknownStream> {
+        Ok(self.cursor[self.check(s)?])
+    }
+
+    /// Advances `s` by one submission and returns the new cursor.
+    pub fn submit(&mut self, s: StreamId) -> Result<Cursor, UnknownStream> {
+        let i = self.check(s)?;
+        self.cursor[i] += 1;
+        Ok(self.cursor[i])
+    }
+
+    /// How far `consumer` has synced `producer` (a stream is always synced
+    /// with itself up to its own cursor).
+    pub fn synced_cursor(
+        &self,
+        consumer: StreamId,
+        producer: StreamId,
+    ) -> Result<Cursor, UnknownStream> {
+        let (a, b) = (self.check(consumer)?, self.check(producer)?);
+        Ok(if a == b {
+            self.cursor[a]
+        } else {
+            self.synced[a * self.n + b]
+        })
+    }
+
+    /// Fills `plan` with the waits a submission on `consumer` needs to see
+    /// the writes `marks`. Writes by `consumer` itself, writes already
+    /// synced, and writes known to have completed need none.
+    pub fn plan(
+        &self,
+        consumer: StreamId,
+        marks: impl IntoIterator<Item = WriteMark>,
+        plan: &mut WaitPlan,
+    ) -> Result<(), UnknownStream> {
+        plan.clear();
+        let a = self.check(consumer)?;
+        if plan.need.len() < self.n {
+            plan.need.resize(self.n, 0);
+        }
+        for m in marks {
+            let b = self.check(m.stream)?;
+            if b == a || m.cursor <= self.synced[a * self.n + b] || m.cursor <= self.completed[b] {
+                continue;
+            }
+            if plan.need[b] == 0 {
+                plan.producers.push(m.stream);
+            }
+            plan.need[b] = plan.need[b].max(m.cursor);
+        }
+        Ok(())
+    }
+
+    /// Reports that `consumer` now waits on an event recorded on `producer`
+    /// when its cursor was `at`: `consumer` learns `producer`'s history up to
+    /// `at`, including everything `producer` had synced by then (vector clock
+    /// merge; conservative: it merges what `producer` has synced now, which
+    /// is only sound when `at` is `producer`'s current cursor — the only way
+    /// the device uses it).
+    pub fn synced(
+        &mut self,
+        consumer: StreamId,
+        producer: StreamId,
+        at: Cursor,
+    ) -> Result<(), UnknownStream> {
+        let (a, b) = (self.check(consumer)?, self.check(producer)?);
+        if a == b {
+            return Ok(());
+        }
+        let n = self.n;
+        let merge_history = at >= self.cursor[b];
+        let ab = &mut self.synced[a * n + b];
+        *ab = (*ab).max(at);
+        if merge_history {
+            for x in 0..n {
+                if x != a && x != b {
+                    let via = self.synced[b * n + x];
+                    let own = &mut self.synced[a * n + x];
+                    *own = (*own).max(via);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports that every submission of `s` up to `at` has completed on the
+    /// device (an event recorded at `at` has passed). Completed work needs no
+    /// wait from any stream.
+    pub fn completed(&mut self, s: StreamId, at: Cursor) -> Result<(), UnknownStream> {
+        let i = self.check(s)?;
+        self.completed[i] = self.completed[i].max(at);
+        Ok(())
+    }
+
+    /// The highest cursor of `s` known complete.
+    pub fn completed_cursor(&self, s: StreamId) -> Result<Cursor, UnknownStream> {
+        Ok(self.completed[self.check(s)?])
+    }
+
+    /// A host synchronization of everything: every stream is complete up to
+    /// its cursor, so nothing needs a wait.
+    pub fn all_completed(&mut self) {
+        self.completed.copy_from_slice(&self.cursor);
+    }
+}
+
+/// Cross-stream bindings pinned until the consumer's work has completed.
+///
+/// When stream A binds a slice owned by stream B's pools, B must not reuse
+/// the slice until A's submission has completed. The device pins the slice
+/// at A's cursor; [`CrossPins::release_completed`] hands back every pin whose
+/// cursor A has completed. Pins are kept per consumer in submission order,
+/// so releasing is O(released).
+#[derive(Debug, Clone)]
+pub struct CrossPins<H> {
+    per_consumer: Vec<alloc::collections::VecDeque<(Cursor, H)>>,
+}
+
+impl<H> CrossPins<H> {
+    /// Pins for `streams` consumer streams.
+    pub fn new(streams: usize) -> Self {
+        let mut per_consumer = Vec::with_capacity(streams);
+        per_consumer.resize_with(streams, Default::default);
+        Self { per_consumer }
+    }
+
+    /// Pins `handle` until `consumer` completes `cursor`. Cursors pushed for one
+    /// consumer must not decrease (they are that stream's submission cursors).
+    pub fn pin(
+        &mut self,
+        consumer: StreamId,
+        cursor: Cursor,
+        handle: H,
+    ) -> Result<(), UnknownStream> {
+        let q = self
+            .per_consumer
+            .get_mut(consumer.index())
+            .ok_or(UnknownStream(consumer))?;
+        debug_assert!(q.back().is_none_or(|(c, _)| *c <= cursor));
+        q.push_back((cursor, handle));
+        Ok(())
+    }
+
+    /// Hands every pin of `consumer` with a cursor `<= completed` to `release`.
+    pub fn release_completed(
+        &mut self,
+        consumer: StreamId,
+        completed: Cursor,
+        mut release: impl FnMut(H),
+    ) -> Result<usize, UnknownStream> {
+        let q = self
+            .per_consumer
+            .get_mut(consumer.index())
+            .ok_or(UnknownStream(consumer))?;
+        let mut n = 0;
+        while q.front().is_some_and(|(c, _)| *c <= completed) {
+            if let Some((_, h)) = q.pop_front() {
+                release(h);
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Number of pins held for `consumer`.
+    pub fn pinned(&self, consumer: StreamId) -> usize {
+        self.per_consumer
+            .get(consumer.index())
+            .map_or(0, |q| q.len())
+    }
+
+    /// Number of pins held in total.
+    pub fn total(&self) -> usize {
+        self.per_consumer.iter().map(|q| q.len()).sum()
+    }
+
+    /// Whether `pred` holds for some pinned handle (diagnostics, O(pins)).
+    pub fn any(&self, mut pred: impl FnMut(&H) -> bool) -> bool {
+        self.per_consumer.iter().flatten().any(|(_, h)| pred(h))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const A: StreamId = StreamId(0);
+    const B: StreamId = StreamId(1);
+    const C: StreamId = StreamId(2);
+
+    fn plan_of(t: &SyncTable, consumer: StreamId, marks: &[WriteMark]) -> Vec<(StreamId, Cursor)> {
+        let mut p = WaitPlan::new(t.streams());
+        t.plan(consumer, marks.iter().copied(), &mut p).unwrap();
+        p.waits().collect()
+    }
+
+    #[test]
+    fn waits_once_then_not_again() {
+        let mut t = SyncTable::new(2);
+        let c = t.submit(B).unwrap();
+        let w = WriteMark {
+            stream: B,
+            cursor: c,
+        };
+        assert_eq!(plan_of(&t, A, &[w, w]), [(B, c)], "one wait for two reads");
+        t.synced(A, B, t.cursor(B).unwrap()).unwrap();
+        assert!(plan_of(&t, A, &[w]).is_empty(), "already synced");
+        // A later write by B needs a new wait.
+        let c2 = t.submit(B).unwrap();
+        assert_eq!(
+            plan_of(
+                &t,
+                A,
+                &[WriteMark {
+                    stream: B,
+                    cursor: c2
+                }]
+            ),
+            [(B, c2)]
+        );
+    }
+
+    #[test]
+    fn own_writes_and_completed_writes_need_no_wait() {
+        let mut t = SyncTable::new(2);
+        let ca = t.submit(A).unwrap();
+        assert!(
+            plan_of(
+                &t,
+                A,
+                &[WriteMark {
+                    stream: A,
+                    cursor: ca
+                }]
+            )
+            .is_empty()
+        );
+        let cb = t.submit(B).unwrap();
+        t.completed(B, cb).unwrap();
+        assert!(
+            plan_of(
+                &t,
+                A,
+                &[WriteMark {
+                    stream: B,
+                    cursor: cb
+                }]
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn sync_is_transitive_through_the_vector_clock() {
+        let mut t = SyncTable::new(3);
+        let cc = t.submit(C).unwrap();
+        t.synced(B, C, t.cursor(C).unwrap()).unwrap();
+        t.submit(B).unwrap();
+        t.synced(A, B, t.cursor(B).unwrap()).unwrap();
+        assert!(
+            plan_of(
+                &t,
+                A,
+                &[WriteMark {
+                    stream: C,
+                    cursor: cc
+                }]
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn unknown_streams_are_typed_errors() {
+        let mut t = SyncTable::new(1);
+        assert_eq!(t.submit(B), Err(UnknownStream(B)));
+        let mut p = WaitPlan::new(1);
+        assert_eq!(
+            t.plan(
+                A,
+                [WriteMark {
+                    stream: C,
+                    cursor: 1
+                }],
+                &mut p
+            ),
+            Err(UnknownStream(C))
+        );
+        let mut pins: CrossPins<u8> = CrossPins::new(1);
+        assert_eq!(pins.pin(B, 1, 0), Err(UnknownStream(B)));
+    }
+
+    #[test]
+    fn cross_pins_release_in_order_once_completed() {
+        let mut pins = CrossPins::new(2);
+        pins.pin(A, 1, "x").unwrap();
+        pins.pin(A, 3, "y").unwrap();
+        pins.pin(B, 1, "z").unwrap();
+        let mut out = Vec::new();
+        assert_eq!(pins.release_completed(A, 2, |h| out.push(h)).unwrap(), 1);
+        assert_eq!(out, ["x"]);
+        assert_eq!(pins.pinned(A), 1);
+        assert_eq!(pins.release_completed(A, 3, |h| out.push(h)).unwrap(), 1);
+        assert_eq!(out, ["x", "y"]);
+        assert_eq!(pins.total(), 1);
+    }
+
+    /// Model: a consumer must wait exactly when the write is not ordered
+    /// before it, where "ordered" is computed by brute force over the
+    /// happens-before relation of explicit syncs (transitive closure).
+    #[derive(Debug, Clone)]
+    enum Op {
+        Submit(u8),
+        Sync {
+            consumer: u8,
+            producer: u8,
+        },
+        Check {
+            consumer: u8,
+            producer: u8,
+            back: u8,
+        },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u8..3).prop_map(Op::Submit),
+            (0u8..3, 0u8..3).prop_map(|(consumer, producer)| Op::Sync { consumer, producer }),
+            (0u8..3, 0u8..3, 0u8..4).prop_map(|(consumer, producer, back)| Op::Check {
+                consumer,
+                producer,
+                back
+            }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn plan_matches_happens_before_model(ops in proptest::collection::vec(op(), 1..60)) {
+            let n = 3;
+            let mut t = SyncTable::new(n);
+            // model: knows[a][b] = max cursor of b ordered before a's next work
+            let mut knows = vec![vec![0u64; n]; n];
+            let mut cur = vec![0u64; n];
+            for op in ops {
+                match op {
+                    Op::Submit(s) => {
+                        let s = s as usize;
+                        cur[s] += 1;
+                        knows[s][s] = cur[s];
+                        t.submit(StreamId(s as u16)).unwrap();
+                    }
+                    Op::Sync { consumer, producer } => {
+                        let (a, b) = (consumer as usize, producer as usize);
+                        if a != b {
+                            // a waits on an event recorded on b now: a learns all b knows.
+                            let kb = knows[b].clone();
+                            for x in 0..n { knows[a][x] = knows[a][x].max(kb[x]); }
+                            knows[a][b] = knows[a][b].max(cur[b]);
+                            t.synced(StreamId(a as u16), StreamId(b as u16), cur[b]).unwrap();
+                        }
+                    }
+                    Op::Check { consumer, producer, back } => {
+                        let (a, b) = (consumer as usize, producer as usize);
+                        let c = cur[b].saturating_sub(back as u64);
+                        if c == 0 { continue; }
+                        let need = a != b && knows[a][b] < c;
+                        let got = plan_of(&t, StreamId(a as u16), &[WriteMark { stream: StreamId(b as u16), cursor: c }]);
+                        prop_assert_eq!(!got.is_empty(), need);
+                    }
+                }
+            }
+        }
+    }
+}

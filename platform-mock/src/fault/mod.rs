@@ -1,0 +1,352 @@
+//! Fault injection as a wrapper around any [`Platform`], in the manner of
+//! smoltcp's `phy::FaultInjector`.
+//!
+//! [`FaultInjector<P>`] implements [`Platform`] by forwarding to `P`, except
+//! where its [`FaultPlan`] says a call fails. Faults come from a script
+//! (the n-th call at a site, every call from the n-th on, every call) or
+//! from a seeded generator of our own (each call at a site with some
+//! probability), and are:
+//!
+//! - **failing allocations** (`Fail(OutOfMemory)` at [`Site::DeviceAlloc`] /
+//!   [`Site::HostAlloc`]): the storage is unchanged;
+//! - **failing kernels** ([`Site::Kernel`] by name, or every [`Site::Launch`]):
+//!   the launch reports the error *at the call* and is never queued, so it
+//!   writes none of its outputs (the alternative, a launch that "runs"
+//!   without writing, is not modelled);
+//! - **failing events and copies** (record, wait, query, synchronize, the
+//!   three copies): the call reports the error and does nothing;
+//! - **device loss** ([`Effect::LoseDevice`]): that call and every later one
+//!   fails with [`ErrorKind::DeviceLost`](streamcore::platform::ErrorKind::DeviceLost) (`dealloc`, which cannot fail, is
+//!   dropped); [`FaultInjector::lose_device`] does it by hand.
+//!
+//! A call counts once for every rule whose site it matches (a launch of
+//! `add` matches [`Site::Launch`], [`Site::Kernel`]`("add")` and
+//! [`Site::Any`]). Every injected fault is logged
+//! ([`FaultInjector::injected`]).
+
+mod error;
+mod plan;
+mod storage;
+
+pub use error::FaultError;
+pub use plan::{Effect, FaultPlan, Rule, Site, Trigger};
+pub use storage::FaultStorage;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::vec::Vec;
+
+use streamcore::platform::{
+    Binding, DeviceProperties, DeviceRange, HostRange, KernelSource, LaunchDims, Platform,
+};
+
+use crate::rng::SplitMix64;
+
+/// One fault the injector caused.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct InjectedFault {
+    /// Index of the call among all calls through the injector (1-based).
+    pub call: u64,
+    /// What the call was.
+    pub site: Site,
+    /// The kernel, for launches.
+    pub kernel: Option<std::string::String>,
+    /// What happened.
+    pub effect: Effect,
+}
+
+/// Shared between the injector and its storages.
+#[derive(Debug)]
+pub(crate) struct FaultState {
+    rules: Vec<(Rule, u64)>,
+    rng: SplitMix64,
+    calls: u64,
+    lost: bool,
+    injected: Vec<InjectedFault>,
+}
+
+fn lock(state: &Mutex<FaultState>) -> MutexGuard<'_, FaultState> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn lost(state: &Mutex<FaultState>) -> bool {
+    lock(state).lost
+}
+
+/// Counts a call at `site` and decides whether it fails.
+pub(crate) fn check<E>(
+    state: &Mutex<FaultState>,
+    site: Site,
+    kernel: Option<&str>,
+) -> Result<(), FaultError<E>> {
+    let mut st = lock(state);
+    st.calls += 1;
+    let call = st.calls;
+    if st.lost {
+        return Err(FaultError::DeviceLost { site, call });
+    }
+    let mut fired: Option<Effect> = None;
+    let FaultState { rules, rng, .. } = &mut *st;
+    for (rule, count) in rules.iter_mut() {
+        if !rule.site.matches(&site, kernel) {
+            continue;
+        }
+        *count += 1;
+        let fires = match rule.trigger {
+            Trigger::Nth(n) => *count == n,
+            Trigger::From(n) => *count >= n,
+            Trigger::Always => true,
+            Trigger::Chance { per_million } => rng.chance_per_million(per_million),
+        };
+        if fires && fired.is_none() {
+            fired = Some(rule.effect);
+        }
+    }
+    let Some(effect) = fired else {
+        return Ok(());
+    };
+    st.injected.push(InjectedFault {
+        call,
+        site: site.clone(),
+        kernel: kernel.map(std::string::String::from),
+        effect,
+    });
+    match effect {
+        Effect::Fail(kind) => Err(FaultError::Injected { site, call, kind }),
+        Effect::LoseDevice => {
+            st.lost = true;
+            Err(FaultError::DeviceLost { site, call })
+        }
+    }
+}
+
+/// A kernel loaded through the injector: the inner kernel and its name.
+#[derive(Clone, Debug)]
+pub struct FaultKernel<K> {
+    inner: K,
+    name: std::string::String,
+}
+
+impl<K> FaultKernel<K> {
+    /// The wrapped kernel.
+    pub fn inner(&self) -> &K {
+        &self.inner
+    }
+
+    /// The kernel's name (what [`Site::Kernel`] matches).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A platform whose calls fail as a [`FaultPlan`] says.
+#[derive(Debug)]
+pub struct FaultInjector<P> {
+    inner: P,
+    state: Arc<Mutex<FaultState>>,
+}
+
+impl<P: Clone> Clone for FaultInjector<P> {
+    /// Another handle sharing the same plan, counters and device-lost flag.
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            state: self.state.clone(),
+        }
+    }
+}
+
+impl<P> FaultInjector<P> {
+    /// Wraps `inner` with `plan`.
+    pub fn new(inner: P, plan: FaultPlan) -> Self {
+        let FaultPlan { rules, seed } = plan;
+        Self {
+            inner,
+            state: Arc::new(Mutex::new(FaultState {
+                rules: rules.into_iter().map(|r| (r, 0)).collect(),
+                rng: SplitMix64::new(seed),
+                calls: 0,
+                lost: false,
+                injected: Vec::new(),
+            })),
+        }
+    }
+
+    /// The wrapped platform.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+
+    /// Every fault injected so far.
+    pub fn injected(&self) -> Vec<InjectedFault> {
+        lock(&self.state).injected.clone()
+    }
+
+    /// Calls made through the injector (and its storages) so far.
+    pub fn calls(&self) -> u64 {
+        lock(&self.state).calls
+    }
+
+    /// Whether the device is lost.
+    pub fn is_lost(&self) -> bool {
+        lost(&self.state)
+    }
+
+    /// Loses the device now: every later call fails with `DeviceLost`.
+    pub fn lose_device(&self) {
+        lock(&self.state).lost = true;
+    }
+
+    fn check<E>(&self, site: Site) -> Result<(), FaultError<E>> {
+        check(&self.state, site, None)
+    }
+}
+
+impl<P: Platform> Platform for FaultInjector<P> {
+    type Stream = P::Stream;
+    type Event = P::Event;
+    type Storage = FaultStorage<P::Storage>;
+    type HostStorage = FaultStorage<P::HostStorage>;
+    type Graph = P::Graph;
+    type Kernel = FaultKernel<P::Kernel>;
+    type Error = FaultError<P::Error>;
+
+    fn properties(&self) -> DeviceProperties {
+        self.inner.properties()
+    }
+
+    fn create_stream(&self) -> Result<Self::Stream, Self::Error> {
+        self.check(Site::CreateStream)?;
+        self.inner.create_stream().map_err(FaultError::Platform)
+    }
+
+    fn device_storage(&self) -> Result<Self::Storage, Self::Error> {
+        self.check(Site::CreateStorage)?;
+        Ok(FaultStorage {
+            inner: self.inner.device_storage().map_err(FaultError::Platform)?,
+            state: self.state.clone(),
+            alloc_site: Site::DeviceAlloc,
+        })
+    }
+
+    fn host_storage(&self) -> Result<Self::HostStorage, Self::Error> {
+        self.check(Site::CreateStorage)?;
+        Ok(FaultStorage {
+            inner: self.inner.host_storage().map_err(FaultError::Platform)?,
+            state: self.state.clone(),
+            alloc_site: Site::HostAlloc,
+        })
+    }
+
+    fn record(&self, stream: &mut Self::Stream) -> Result<Self::Event, Self::Error> {
+        self.check(Site::Record)?;
+        self.inner.record(stream).map_err(FaultError::Platform)
+    }
+
+    fn wait(&self, stream: &mut Self::Stream, event: &Self::Event) -> Result<(), Self::Error> {
+        self.check(Site::Wait)?;
+        self.inner.wait(stream, event).map_err(FaultError::Platform)
+    }
+
+    fn query(&self, event: &Self::Event) -> Result<bool, Self::Error> {
+        self.check(Site::Query)?;
+        self.inner.query(event).map_err(FaultError::Platform)
+    }
+
+    fn synchronize(&self, event: &Self::Event) -> Result<(), Self::Error> {
+        self.check(Site::Synchronize)?;
+        self.inner.synchronize(event).map_err(FaultError::Platform)
+    }
+
+    fn copy_to_device(
+        &self,
+        stream: &mut Self::Stream,
+        src: HostRange,
+        dst: DeviceRange,
+    ) -> Result<(), Self::Error> {
+        self.check(Site::CopyToDevice)?;
+        self.inner
+            .copy_to_device(stream, src, dst)
+            .map_err(FaultError::Platform)
+    }
+
+    fn copy_to_host(
+        &self,
+        stream: &mut Self::Stream,
+        src: DeviceRange,
+        dst: HostRange,
+    ) -> Result<(), Self::Error> {
+        self.check(Site::CopyToHost)?;
+        self.inner
+            .copy_to_host(stream, src, dst)
+            .map_err(FaultError::Platform)
+    }
+
+    fn copy_device(
+        &self,
+        stream: &mut Self::Stream,
+        src: DeviceRange,
+        dst: DeviceRange,
+    ) -> Result<(), Self::Error> {
+        self.check(Site::CopyDevice)?;
+        self.inner
+            .copy_device(stream, src, dst)
+            .map_err(FaultError::Platform)
+    }
+
+    fn load_kernel(&self, source: &KernelSource<'_>) -> Result<Self::Kernel, Self::Error> {
+        self.check(Site::LoadKernel)?;
+        let inner = self
+            .inner
+            .load_kernel(source)
+            .map_err(FaultError::Platform)?;
+        Ok(FaultKernel {
+            inner,
+            name: std::string::String::from(source.name),
+        })
+    }
+
+    /// An injected failure is reported here and the launch is never queued:
+    /// it writes none of its outputs.
+    fn launch(
+        &self,
+        stream: &mut Self::Stream,
+        kernel: &Self::Kernel,
+        dims: LaunchDims,
+        bindings: &[Binding],
+    ) -> Result<(), Self::Error> {
+        check(&self.state, Site::Launch, Some(&kernel.name))?;
+        self.inner
+            .launch(stream, &kernel.inner, dims, bindings)
+            .map_err(FaultError::Platform)
+    }
+
+    fn begin_capture(&self, stream: &mut Self::Stream) -> Result<(), Self::Error> {
+        self.check(Site::BeginCapture)?;
+        self.inner
+            .begin_capture(stream)
+            .map_err(FaultError::Platform)
+    }
+
+    fn end_capture(&self, stream: &mut Self::Stream) -> Result<Self::Graph, Self::Error> {
+        self.check(Site::EndCapture)?;
+        self.inner.end_capture(stream).map_err(FaultError::Platform)
+    }
+
+    fn launch_graph(
+        &self,
+        stream: &mut Self::Stream,
+        graph: &Self::Graph,
+    ) -> Result<(), Self::Error> {
+        self.check(Site::LaunchGraph)?;
+        self.inner
+            .launch_graph(stream, graph)
+            .map_err(FaultError::Platform)
+    }
+
+    fn destroy_graph(&self, graph: Self::Graph) -> Result<(), Self::Error> {
+        self.check(Site::DestroyGraph)?;
+        self.inner
+            .destroy_graph(graph)
+            .map_err(FaultError::Platform)
+    }
+}

@@ -1,0 +1,216 @@
+//! Simulated memory: device and pinned host pages holding real bytes.
+//!
+//! Page ids come from one counter per platform, shared by device and host
+//! pages, and are never reused, so an access to a released page is always
+//! recognised. A page's bytes are allocated lazily on its first write
+//! (unwritten bytes read as zero), so large simulated memories cost little.
+
+use std::collections::BTreeMap;
+use std::vec::Vec;
+
+use streamcore::platform::PageId;
+
+use crate::check::range_map::RangeMap;
+use crate::check::shadow::Shadow;
+
+/// Which memory a page belongs to.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemoryKind {
+    /// Device memory (from a [`MockStorage`](crate::MockStorage)).
+    Device,
+    /// Pinned host memory (from a [`MockHostStorage`](crate::MockHostStorage)).
+    Host,
+}
+
+/// Where a page is in its life.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum PageState {
+    /// Allocated and not deallocated.
+    Live,
+    /// Passed to `dealloc` by op `op`; bytes kept until the storage flushes.
+    Deallocated { op: u64 },
+    /// Released by a flush after op `op` deallocated it; bytes gone.
+    Released { op: u64 },
+}
+
+/// One page.
+#[derive(Debug)]
+pub(crate) struct Page {
+    pub kind: MemoryKind,
+    /// The storage that handed it out.
+    pub storage: u64,
+    /// Requested size: accesses must stay inside it.
+    pub size: u64,
+    /// Size rounded up to the alignment: what the page costs.
+    pub reserved: u64,
+    pub state: PageState,
+    bytes: Option<Vec<u8>>,
+    pub shadow: RangeMap<Shadow>,
+}
+
+impl Page {
+    /// Copies `len` bytes from `offset` (zeros where never written or released).
+    pub(crate) fn read(&self, offset: u64, len: u64) -> Vec<u8> {
+        match &self.bytes {
+            Some(b) if !matches!(self.state, PageState::Released { .. }) => {
+                let (s, e) = (offset as usize, (offset + len) as usize);
+                b.get(s..e)
+                    .map(<[u8]>::to_vec)
+                    .unwrap_or_else(|| vec![0; len as usize])
+            }
+            _ => vec![0; len as usize],
+        }
+    }
+
+    /// Copies `data` in at `offset`; dropped on a released page or out of
+    /// bounds (callers validate bounds first).
+    pub(crate) fn write(&mut self, offset: u64, data: &[u8]) {
+        if matches!(self.state, PageState::Released { .. }) || data.is_empty() {
+            return;
+        }
+        let size = self.size as usize;
+        let bytes = self.bytes.get_or_insert_with(|| vec![0; size]);
+        let s = offset as usize;
+        if let Some(dst) = bytes.get_mut(s..s + data.len()) {
+            dst.copy_from_slice(data);
+        }
+    }
+
+    /// Whether `offset..offset + len` lies inside the page.
+    pub(crate) fn contains(&self, offset: u64, len: u64) -> bool {
+        offset.checked_add(len).is_some_and(|end| end <= self.size)
+    }
+}
+
+/// All pages of one platform, with the byte accounting per memory kind.
+#[derive(Debug)]
+pub(crate) struct Memory {
+    pages: BTreeMap<u64, Page>,
+    next_id: u64,
+    alignment: u64,
+    used: [u64; 2],
+    limit: [u64; 2],
+}
+
+fn slot(kind: MemoryKind) -> usize {
+    match kind {
+        MemoryKind::Device => 0,
+        MemoryKind::Host => 1,
+    }
+}
+
+impl Memory {
+    /// Empty memories of `device` and `host` bytes, pages aligned to `alignment`.
+    pub(crate) fn new(device: u64, host: u64, alignment: u64) -> Self {
+        Self {
+            pages: BTreeMap::new(),
+            next_id: 1,
+            alignment,
+            used: [0, 0],
+            limit: [device, host],
+        }
+    }
+
+    /// Bytes reserved by live or not yet released pages of `kind`.
+    pub(crate) fn used(&self, kind: MemoryKind) -> u64 {
+        self.used[slot(kind)]
+    }
+
+    /// Allocates a page, or `None` when it does not fit.
+    pub(crate) fn alloc(&mut self, kind: MemoryKind, storage: u64, size: u64) -> Option<PageId> {
+        let a = self.alignment;
+        let reserved = size.max(1).checked_next_multiple_of(a)?;
+        let used = self.used[slot(kind)].checked_add(reserved)?;
+        if used > self.limit[slot(kind)] {
+            return None;
+        }
+        self.used[slot(kind)] = used;
+        let id = self.next_id;
+        self.next_id += 1;
+        self.pages.insert(
+            id,
+            Page {
+                kind,
+                storage,
+                size,
+                reserved,
+                state: PageState::Live,
+                bytes: None,
+                shadow: RangeMap::new(size, Shadow::default()),
+            },
+        );
+        Some(PageId(id))
+    }
+
+    /// The page with this id (live, deallocated or released).
+    pub(crate) fn page(&self, id: PageId) -> Option<&Page> {
+        self.pages.get(&id.0)
+    }
+
+    /// The page with this id, mutably.
+    pub(crate) fn page_mut(&mut self, id: PageId) -> Option<&mut Page> {
+        self.pages.get_mut(&id.0)
+    }
+
+    /// Releases a deallocated page: drops its bytes and shadow, returns its
+    /// bytes to the budget. Returns whether it was released.
+    pub(crate) fn release(&mut self, id: PageId) -> bool {
+        let Some(p) = self.pages.get_mut(&id.0) else {
+            return false;
+        };
+        let PageState::Deallocated { op } = p.state else {
+            return false;
+        };
+        p.state = PageState::Released { op };
+        p.bytes = None;
+        p.shadow = RangeMap::new(0, Shadow::default());
+        let k = slot(p.kind);
+        self.used[k] = self.used[k].saturating_sub(p.reserved);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alloc_accounts_aligned_bytes_and_refuses_past_the_limit() {
+        let mut m = Memory::new(1024, 512, 256);
+        let a = m.alloc(MemoryKind::Device, 0, 1).unwrap();
+        assert_eq!(m.used(MemoryKind::Device), 256);
+        let b = m.alloc(MemoryKind::Device, 0, 700).unwrap();
+        assert_eq!(m.used(MemoryKind::Device), 1024);
+        assert_ne!(a, b);
+        assert!(m.alloc(MemoryKind::Device, 0, 1).is_none());
+        assert_eq!(
+            m.used(MemoryKind::Device),
+            1024,
+            "a refused alloc changes nothing"
+        );
+        assert!(m.alloc(MemoryKind::Host, 0, 512).is_some());
+        m.page_mut(a).unwrap().state = PageState::Deallocated { op: 9 };
+        assert!(m.release(a));
+        assert!(!m.release(a));
+        assert_eq!(m.used(MemoryKind::Device), 768);
+        let c = m.alloc(MemoryKind::Device, 0, 1).unwrap();
+        assert!(c.0 > b.0, "ids are never reused");
+    }
+
+    #[test]
+    fn bytes_are_lazy_and_released_pages_read_zero() {
+        let mut m = Memory::new(1 << 20, 0, 256);
+        let a = m.alloc(MemoryKind::Device, 0, 16).unwrap();
+        let p = m.page_mut(a).unwrap();
+        assert_eq!(p.read(0, 4), vec![0; 4]);
+        p.write(2, &[1, 2]);
+        assert_eq!(p.read(0, 4), vec![0, 0, 1, 2]);
+        assert!(p.contains(0, 16));
+        assert!(!p.contains(1, 16));
+        assert!(!p.contains(u64::MAX, 2));
+        p.state = PageState::Deallocated { op: 1 };
+        assert_eq!(p.read(2, 2), vec![1, 2], "deallocated bytes stay valid");
+        m.release(a);
+        assert_eq!(m.page(a).unwrap().read(2, 2), vec![0, 0]);
+    }
+}

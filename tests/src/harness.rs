@@ -1,0 +1,176 @@
+//! What a platform instance of the suite provides.
+
+use std::fmt;
+
+use streamcore::device::Device;
+use streamcore::platform::Platform;
+
+/// Why a scenario did not run on a platform.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skip(pub String);
+
+impl fmt::Display for Skip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SKIPPED: {}", self.0)
+    }
+}
+
+/// Platform abilities some scenarios need; the one place where expected
+/// differences between platforms are declared.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// A named kernel can be made to fail on demand.
+    FailKernel,
+    /// Device memory can be limited so out-of-memory is reachable quickly.
+    SmallMemory,
+    /// Storage allocations can be counted (to prove none happen in a capture).
+    CountAllocations,
+}
+
+/// How a scenario wants its device.
+#[derive(Clone, Debug)]
+pub struct Setup {
+    /// Streams of the device.
+    pub streams: u16,
+    /// Scheduler seed (platforms without a scheduler ignore it).
+    pub seed: u64,
+    /// A kernel (by name) every launch of which fails.
+    pub fail_kernel: Option<&'static str>,
+    /// Device memory limit in bytes.
+    pub memory: Option<u64>,
+}
+
+impl Setup {
+    /// `streams` streams, seed 0, no faults.
+    pub fn streams(streams: u16) -> Self {
+        Self {
+            streams,
+            seed: 0,
+            fail_kernel: None,
+            memory: None,
+        }
+    }
+}
+
+/// One platform instance of the suite.
+pub trait Harness {
+    /// The platform.
+    type P: Platform;
+
+    /// A short name for messages.
+    fn name(&self) -> &'static str;
+
+    /// Whether the platform has `capability`.
+    fn supports(&self, capability: Capability) -> bool;
+
+    /// A fresh device with the suite's kernels available, or why not.
+    fn device(&self, setup: &Setup) -> Result<Device<Self::P>, Skip>;
+
+    /// Storage allocations made so far (0 when not counted).
+    fn storage_allocations(&self, device: &Device<Self::P>) -> u64;
+
+    /// Checks after a scenario (the mock: no hazard was reported).
+    fn finish(&self, device: &Device<Self::P>);
+}
+
+/// Runs `scenario` under `harness`. A skipped scenario prints a `SKIPPED`
+/// line straight to the process's stderr, which the test harness does not
+/// capture, so it is visible in every run.
+pub fn run<H: Harness>(harness: &H, scenario: &str, f: impl FnOnce(&H) -> Result<(), Skip>) {
+    match f(harness) {
+        Ok(()) => {}
+        Err(skip) => {
+            use std::io::Write;
+            let mut err = std::io::stderr();
+            let _ = writeln!(err, "{} / {scenario}: {skip}", harness.name());
+        }
+    }
+}
+
+/// A scenario as a plain function, for custom runners.
+pub type Scenario<H> = fn(&H) -> Result<(), Skip>;
+
+/// Every scenario of the suite with its name, for runners that report
+/// skips themselves (the test harness can only say "ok").
+pub fn all<H: Harness>() -> Vec<(&'static str, Scenario<H>)> {
+    macro_rules! list {
+        ($($name:ident),* $(,)?) => {
+            vec![$((stringify!($name), crate::scenarios::$name::<H> as Scenario<H>)),*]
+        };
+    }
+    crate::for_each_scenario!(list)
+}
+
+/// Calls macro `$m` with the names of every scenario: the one list of the
+/// suite, used by [`all`] and [`scenario_suite!`].
+#[macro_export]
+macro_rules! for_each_scenario {
+    ($($m:ident)::+ $(, $arg:expr)?) => {
+        $($m)::+! { $($arg;)?
+            upload_launch_chain_download,
+            producer_consumer_waits_once,
+            free_while_in_flight_is_not_reused,
+            capture_replay_with_fresh_inputs,
+            capture_doomed_by_failure,
+            taint_chain_and_recovery,
+            out_of_memory_then_recovery,
+            install_pools_refused_while_in_use,
+            info_cache_serves_repeated_launches,
+        }
+    };
+}
+
+/// Runs every scenario under `harness` in turn, printing one line each
+/// (`ok`, `FAILED`, `SKIPPED: why`) and the closing line
+/// `NAME: N passed, N failed, N skipped`. Returns whether none failed.
+pub fn run_all<H: Harness>(harness: &H) -> bool {
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    for (name, scenario) in all::<H>() {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scenario(harness)));
+        match outcome {
+            Ok(Ok(())) => {
+                passed += 1;
+                println!("scenario {name} ... ok");
+            }
+            Ok(Err(skip)) => {
+                skipped += 1;
+                println!("scenario {name} ... {skip}");
+            }
+            Err(_) => {
+                failed += 1;
+                println!("scenario {name} ... FAILED");
+            }
+        }
+    }
+    println!(
+        "{}: {passed} passed, {failed} failed, {skipped} skipped",
+        harness.name()
+    );
+    failed == 0
+}
+
+/// Instantiates every scenario of the suite as a `#[test]` for the harness
+/// built by `$make`.
+#[macro_export]
+macro_rules! scenario_suite {
+    ($make:expr) => {
+        $crate::for_each_scenario!($crate::scenario_tests, $make);
+    };
+}
+
+/// Emits one `#[test]` per scenario name for the harness `$make`
+/// (used by [`scenario_suite!`]).
+#[macro_export]
+macro_rules! scenario_tests {
+    ($make:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                let harness = $make;
+                $crate::harness::run(&harness, stringify!($name), |h| {
+                    $crate::scenarios::$name(h)
+                });
+            }
+        )*
+    };
+}

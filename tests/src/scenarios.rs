@@ -1,0 +1,393 @@
+//! The scenarios, each generic over a [`Harness`]. A scenario panics (test
+//! failure) when the device misbehaves and returns [`Skip`] when the
+//! platform lacks what it needs.
+
+use streamcore::device::{Device, KernelId, Launched};
+use streamcore::error::Error;
+use streamcore::memory::{MemoryError, MemoryLayout};
+use streamcore::platform::Platform;
+use streamcore::stream::{CaptureError, DoomReason, StreamId};
+
+use crate::harness::{Capability, Harness, Setup, Skip};
+use crate::kernels::{self, bytes, dims, words};
+
+const S0: StreamId = StreamId(0);
+const S1: StreamId = StreamId(1);
+
+fn need<H: Harness>(h: &H, c: Capability) -> Result<(), Skip> {
+    if h.supports(c) {
+        Ok(())
+    } else {
+        Err(Skip(format!("{} cannot {c:?}", h.name())))
+    }
+}
+
+fn load<P: Platform>(d: &Device<P>, k: &streamcore::platform::KernelSource<'static>) -> KernelId
+where
+    P::Error: std::fmt::Debug,
+{
+    d.load_kernel(k)
+        .unwrap_or_else(|e| panic!("loading {}: {e:?}", k.name))
+}
+
+/// Asserts that a launch was queued (not skipped, not failed).
+fn queued<E: std::fmt::Debug>(r: Result<Launched, E>) {
+    match r {
+        Ok(Launched::Queued) => {}
+        other => panic!("launch not queued: {other:?}"),
+    }
+}
+
+fn read_words<P: Platform>(d: &Device<P>, s: StreamId, b: &streamcore::device::Buffer) -> Vec<u32>
+where
+    P::Error: std::fmt::Debug,
+{
+    words(&d.read(s, b).unwrap_or_else(|e| panic!("read: {e:?}")))
+}
+
+/// Upload two vectors, run `c = (a + b) * 3` then `d = c + c`, read back.
+pub fn upload_launch_chain_download<H: Harness>(h: &H) -> Result<(), Skip> {
+    let d = h.device(&Setup::streams(1))?;
+    let (add, scale) = (load(&d, &kernels::ADD), load(&d, &kernels::SCALE));
+    let n = 1000usize;
+    let a: Vec<u32> = (0..n as u32).collect();
+    let b: Vec<u32> = (0..n as u32).map(|x| 7 * x + 1).collect();
+    let ba = d.upload(S0, &bytes(&a)).unwrap();
+    let bb = d.upload(S0, &bytes(&b)).unwrap();
+    let sum = d.alloc(S0, 4 * n as u64).unwrap();
+    let c = d.alloc(S0, 4 * n as u64).unwrap();
+    let out = d.alloc(S0, 4 * n as u64).unwrap();
+    let info = [n as u64];
+    assert_eq!(
+        d.launch(
+            S0,
+            add,
+            dims(n),
+            &[ba.read(), bb.read(), sum.write()],
+            &info
+        )
+        .unwrap(),
+        Launched::Queued
+    );
+    queued(d.launch(S0, scale, dims(n), &[sum.read(), c.write()], &[n as u64, 3]));
+    queued(d.launch(S0, add, dims(n), &[c.read(), c.read(), out.write()], &info));
+    let got = read_words(&d, S0, &out);
+    let want: Vec<u32> = (0..n).map(|i| 2 * 3 * (a[i] + b[i])).collect();
+    assert_eq!(got, want);
+    drop((ba, bb, sum, c, out));
+    d.sync_all().unwrap();
+    assert_eq!(d.census().buffers, 0, "every buffer released");
+    h.finish(&d);
+    Ok(())
+}
+
+/// Stream 1 produces, stream 0 consumes: exactly one event wait; a second
+/// consumer launch after that needs none.
+pub fn producer_consumer_waits_once<H: Harness>(h: &H) -> Result<(), Skip> {
+    let d = h.device(&Setup::streams(2))?;
+    let (fill, scale) = (load(&d, &kernels::FILL), load(&d, &kernels::SCALE));
+    let n = 512usize;
+    let produced = d.alloc(S1, 4 * n as u64).unwrap();
+    let out1 = d.alloc(S0, 4 * n as u64).unwrap();
+    let out2 = d.alloc(S0, 4 * n as u64).unwrap();
+    queued(d.launch(S1, fill, dims(n), &[produced.write()], &[n as u64, 5]));
+    let before = d.stats().waits;
+    queued(d.launch(
+        S0,
+        scale,
+        dims(n),
+        &[produced.read(), out1.write()],
+        &[n as u64, 2],
+    ));
+    assert_eq!(
+        d.stats().waits - before,
+        1,
+        "one wait for the cross-stream read"
+    );
+    queued(d.launch(
+        S0,
+        scale,
+        dims(n),
+        &[produced.read(), out2.write()],
+        &[n as u64, 3],
+    ));
+    assert_eq!(
+        d.stats().waits - before,
+        1,
+        "no second wait: already synced"
+    );
+    assert_eq!(read_words(&d, S0, &out1), vec![10; n]);
+    assert_eq!(read_words(&d, S0, &out2), vec![15; n]);
+    // The consumer's read of stream 1's buffer pins it until stream 0's use
+    // completes; after a full sync nothing stays pinned.
+    drop(produced);
+    d.sync_all().unwrap();
+    let census = d.census();
+    assert_eq!(census.cross_pins, 0);
+    drop((out1, out2));
+    d.sync_all().unwrap();
+    assert_eq!(d.census().buffers, 0);
+    h.finish(&d);
+    Ok(())
+}
+
+/// A buffer dropped while work on it is queued keeps its bytes until the
+/// fence behind it passes: a new buffer does not get the same range.
+pub fn free_while_in_flight_is_not_reused<H: Harness>(h: &H) -> Result<(), Skip> {
+    let d = h.device(&Setup::streams(1))?;
+    let fill = load(&d, &kernels::FILL);
+    let n = 4096usize;
+    let a = d.alloc(S0, 4 * n as u64).unwrap();
+    let a_range = d.range_of(&a).unwrap();
+    queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 9]));
+    drop(a);
+    let b = d.alloc(S0, 4 * n as u64).unwrap();
+    assert_ne!(d.range_of(&b), Some(a_range), "in-flight bytes were reused");
+    queued(d.launch(S0, fill, dims(n), &[b.write()], &[n as u64, 4]));
+    assert_eq!(read_words(&d, S0, &b), vec![4; n]);
+    drop(b);
+    d.sync_all().unwrap();
+    let census = d.census();
+    assert_eq!(
+        (census.buffers, census.deferred),
+        (0, 0),
+        "nothing held after sync"
+    );
+    h.finish(&d);
+    Ok(())
+}
+
+/// Warm up, capture `out = (x + y) * k`, replay with fresh inputs many
+/// times; no storage allocation inside the window.
+pub fn capture_replay_with_fresh_inputs<H: Harness>(h: &H) -> Result<(), Skip> {
+    let d = h.device(&Setup::streams(1))?;
+    let (add, scale) = (load(&d, &kernels::ADD), load(&d, &kernels::SCALE));
+    let n = 256usize;
+    let x = d.alloc(S0, 4 * n as u64).unwrap();
+    let y = d.alloc(S0, 4 * n as u64).unwrap();
+    let out = d.alloc(S0, 4 * n as u64).unwrap();
+    let body = |d: &Device<H::P>| {
+        let tmp = d.alloc(S0, 4 * n as u64).unwrap();
+        queued(d.launch(
+            S0,
+            add,
+            dims(n),
+            &[x.read(), y.read(), tmp.write()],
+            &[n as u64],
+        ));
+        queued(d.launch(
+            S0,
+            scale,
+            dims(n),
+            &[tmp.read(), out.write()],
+            &[n as u64, 3],
+        ));
+    };
+    d.write(S0, &x, &bytes(&vec![1; n])).unwrap();
+    d.write(S0, &y, &bytes(&vec![2; n])).unwrap();
+    d.sync(S0).unwrap();
+    d.prepare(S0).unwrap();
+    body(&d);
+    assert_eq!(read_words(&d, S0, &out), vec![9; n], "warm-up runs eagerly");
+    let allocs = h.storage_allocations(&d);
+    d.begin_capture(S0).unwrap();
+    body(&d);
+    let graph = d.end_capture(S0).unwrap();
+    if h.supports(Capability::CountAllocations) {
+        assert_eq!(
+            h.storage_allocations(&d),
+            allocs,
+            "no allocation inside the window"
+        );
+    }
+    for round in 0..5u32 {
+        d.write(S0, &x, &bytes(&vec![round; n])).unwrap();
+        d.write(S0, &y, &bytes(&vec![10 * round; n])).unwrap();
+        assert_eq!(d.replay(&graph).unwrap(), Launched::Queued);
+        assert_eq!(
+            read_words(&d, S0, &out),
+            vec![3 * 11 * round; n],
+            "round {round}"
+        );
+    }
+    assert_eq!(d.stats().graph_replays, 5);
+    drop(graph);
+    drop((x, y, out));
+    d.sync_all().unwrap();
+    let census = d.census();
+    assert_eq!((census.graphs, census.buffers), (0, 0));
+    h.finish(&d);
+    Ok(())
+}
+
+/// A launch that fails inside the window dooms it: `end_capture` refuses.
+pub fn capture_doomed_by_failure<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::FailKernel)?;
+    let mut setup = Setup::streams(1);
+    setup.fail_kernel = Some(kernels::FLAKY.name);
+    let d = h.device(&setup)?;
+    let (scale, flaky) = (load(&d, &kernels::SCALE), load(&d, &kernels::FLAKY));
+    let n = 64usize;
+    let x = d.upload(S0, &bytes(&vec![1; n])).unwrap();
+    let y = d.alloc(S0, 4 * n as u64).unwrap();
+    let z = d.alloc(S0, 4 * n as u64).unwrap();
+    d.prepare(S0).unwrap();
+    queued(d.launch(S0, scale, dims(n), &[x.read(), z.write()], &[n as u64, 2]));
+    d.begin_capture(S0).unwrap();
+    queued(d.launch(S0, scale, dims(n), &[x.read(), z.write()], &[n as u64, 2]));
+    let err = d
+        .launch(S0, flaky, dims(n), &[x.read(), y.write()], &[n as u64, 2])
+        .unwrap_err();
+    let Error::Failed { failure, .. } = err else {
+        panic!("expected a failure, got {err:?}");
+    };
+    match d.end_capture(S0) {
+        Err(Error::Capture(CaptureError::Doomed(DoomReason::Failure(id)))) => {
+            assert_eq!(id, failure.get())
+        }
+        other => panic!("a doomed window was sealed or refused wrongly: {other:?}"),
+    }
+    // The stream works on after the refused window.
+    assert_eq!(read_words(&d, S0, &z), vec![2; n]);
+    drop((x, y, z));
+    d.sync_all().unwrap();
+    assert_eq!(
+        d.census().failures,
+        0,
+        "the failure is pruned with its buffers"
+    );
+    h.finish(&d);
+    Ok(())
+}
+
+/// A fails → B skipped → C skipped; reading C names C ← B ← A; rewriting A
+/// lets the chain run again; unrelated work is unaffected.
+pub fn taint_chain_and_recovery<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::FailKernel)?;
+    let mut setup = Setup::streams(1);
+    setup.fail_kernel = Some(kernels::FLAKY.name);
+    let d = h.device(&setup)?;
+    let (fill, scale, flaky) = (
+        load(&d, &kernels::FILL),
+        load(&d, &kernels::SCALE),
+        load(&d, &kernels::FLAKY),
+    );
+    let n = 128usize;
+    let src = d.upload(S0, &bytes(&vec![3; n])).unwrap();
+    let [a, b, c, other] = [0; 4].map(|_| d.alloc(S0, 4 * n as u64).unwrap());
+    let info = [n as u64, 2];
+    let err = d
+        .launch(S0, flaky, dims(n), &[src.read(), a.write()], &info)
+        .unwrap_err();
+    let Error::Failed { failure, .. } = err else {
+        panic!("expected a failure, got {err:?}")
+    };
+    assert_eq!(
+        d.launch(S0, scale, dims(n), &[a.read(), b.write()], &info)
+            .unwrap(),
+        Launched::Skipped(failure)
+    );
+    assert_eq!(
+        d.launch(S0, scale, dims(n), &[b.read(), c.write()], &info)
+            .unwrap(),
+        Launched::Skipped(failure)
+    );
+    // Unrelated work runs and reads normally.
+    queued(d.launch(S0, scale, dims(n), &[src.read(), other.write()], &info));
+    assert_eq!(read_words(&d, S0, &other), vec![6; n]);
+    let Err(Error::Tainted(report)) = d.read(S0, &c) else {
+        panic!("a read of skipped output must fail with the taint report");
+    };
+    let text = report.to_string();
+    let (pc, pb, pa) = (
+        text.find("sc_scale").expect("names the skipped launches"),
+        text.rfind("sc_scale").unwrap(),
+        text.find("sc_flaky").expect("names the root failure"),
+    );
+    assert!(pc <= pb && pb < pa, "chain order C <- B <- A:\n{text}");
+    // Recovery: rewrite A, rerun the chain.
+    queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 5]));
+    assert_eq!(d.failure_of(&a), None);
+    queued(d.launch(S0, scale, dims(n), &[a.read(), b.write()], &info));
+    queued(d.launch(S0, scale, dims(n), &[b.read(), c.write()], &info));
+    assert_eq!(read_words(&d, S0, &c), vec![20; n]);
+    assert_eq!(
+        d.census().failures,
+        0,
+        "the failure no longer claims anything"
+    );
+    drop((src, a, b, c, other));
+    d.sync_all().unwrap();
+    h.finish(&d);
+    Ok(())
+}
+
+/// Allocate until out of memory: a typed error; after frees, allocation works.
+pub fn out_of_memory_then_recovery<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::SmallMemory)?;
+    let mut setup = Setup::streams(1);
+    setup.memory = Some(256 << 20);
+    let d = h.device(&setup)?;
+    let mut held = Vec::new();
+    let err = loop {
+        match d.alloc(S0, 32 << 20) {
+            Ok(b) => held.push(b),
+            Err(e) => break e,
+        }
+        assert!(held.len() < 64, "the memory limit was not enforced");
+    };
+    match &err {
+        Error::Memory(MemoryError::OutOfMemory { requested, .. }) => {
+            assert_eq!(*requested, 32 << 20)
+        }
+        other => panic!("expected out-of-memory, got {other:?}"),
+    }
+    assert!(err.to_string().contains("memory"), "{err}");
+    assert!(!held.is_empty());
+    held.clear();
+    let again = d
+        .alloc(S0, 32 << 20)
+        .expect("memory is usable again after frees");
+    drop(again);
+    d.sync_all().unwrap();
+    h.finish(&d);
+    Ok(())
+}
+
+/// `install_pools` refuses while a buffer is live, and works once freed.
+pub fn install_pools_refused_while_in_use<H: Harness>(h: &H) -> Result<(), Skip> {
+    let d = h.device(&Setup::streams(1))?;
+    let b = d.alloc(S0, 1 << 20).unwrap();
+    let layout = MemoryLayout::for_device(&d.properties());
+    match d.install_pools(layout.clone()) {
+        Err(Error::Memory(MemoryError::InUse { bytes })) => assert!(bytes >= 1 << 20),
+        other => panic!("install over live memory must be refused: {other:?}"),
+    }
+    drop(b);
+    d.sync_all().unwrap();
+    d.install_pools(layout)
+        .expect("nothing live: the layout is swapped");
+    let again = d.alloc(S0, 1 << 20).unwrap();
+    drop(again);
+    d.sync_all().unwrap();
+    h.finish(&d);
+    Ok(())
+}
+
+/// The same info words launch after launch are uploaded once.
+pub fn info_cache_serves_repeated_launches<H: Harness>(h: &H) -> Result<(), Skip> {
+    let d = h.device(&Setup::streams(1))?;
+    let fill = load(&d, &kernels::FILL);
+    let n = 64usize;
+    let a = d.alloc(S0, 4 * n as u64).unwrap();
+    for _ in 0..10 {
+        queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 8]));
+    }
+    let s = d.stats();
+    assert_eq!((s.info_misses, s.info_hits), (1, 9));
+    assert_eq!(read_words(&d, S0, &a), vec![8; n]);
+    drop(a);
+    d.sync_all().unwrap();
+    h.finish(&d);
+    Ok(())
+}
