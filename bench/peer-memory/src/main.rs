@@ -80,8 +80,8 @@ fn main() {
     };
     let started = Instant::now();
     println!(
-        "{:<20} {:<26} {:>13} {:>13} {:>7} {:>8} {:>9}",
-        "trace", "allocator", "peak reserved", "peak live", "ratio", "allocs", "ns/op"
+        "{:<20} {:<26} {:>13} {:>13} {:>7} {:>7} {:>7} {:>8}",
+        "trace", "allocator", "peak reserved", "peak live", "ratio", "allocs", "flushes", "ns/op"
     );
     let mut verdicts = Vec::new();
     for (name, issue_target) in TRACES.into_iter().zip(ISSUE_TARGETS) {
@@ -89,13 +89,14 @@ fn main() {
         let trace = Trace::load(&path).unwrap_or_else(|e| panic!("{e}"));
         let row = |who: &str, r: &ReplayReport| {
             println!(
-                "{:<20} {:<26} {:>13} {:>13} {:>7.4} {:>8} {:>9.1}",
+                "{:<20} {:<26} {:>13} {:>13} {:>7.4} {:>7} {:>7} {:>8.1}",
                 name,
                 who,
                 r.peak_reserved,
                 r.peak_live,
                 r.ratio(),
                 r.storage.allocs,
+                r.storage.flushes,
                 r.ns_per_op()
             );
         };
