@@ -303,13 +303,21 @@ impl<P: Platform> Device<P> {
     /// released (nothing stays pinned by a completed use).
     pub fn sync_all(&self) -> Result<(), Error<P::Error>> {
         let mut inner = self.inner.lock();
-        // Two rounds: frees released by one stream's sync can stage frees on
-        // another stream's queue (cross-stream pins).
+        // Up to three rounds: frees released by one stream's sync can stage
+        // frees on another stream's queue (cross-stream pins).
         for _ in 0..3 {
             inner.process_releases()?;
-            let ids: Vec<StreamId> = inner.streams.iter().map(|(id, _)| id).collect();
-            for id in ids {
-                inner.sync_stream(id)?;
+            for s in 0..inner.streams.capacity() {
+                let id = StreamId(s as u16);
+                if inner.streams.get(id).is_some() {
+                    inner.sync_stream(id)?;
+                }
+            }
+            let settled = inner.pins.total() == 0
+                && inner.streams.iter().all(|(_, s)| s.drops.is_empty())
+                && inner.releases.lock().buffers.is_empty();
+            if settled {
+                break;
             }
         }
         Ok(())
@@ -321,14 +329,10 @@ impl<P: Platform> Device<P> {
         let mut inner = self.inner.lock();
         inner.process_releases()?;
         inner.fence_pinned_streams()?;
-        let ids: Vec<StreamId> = inner.streams.iter().map(|(id, _)| id).collect();
         let mut n = 0;
-        for id in ids {
-            if !inner
-                .streams
-                .get(id)
-                .is_some_and(|s| s.capture.is_recording())
-            {
+        for s in 0..inner.streams.capacity() {
+            let id = StreamId(s as u16);
+            if inner.streams.get(id).is_some() {
                 n += inner.reclaim(id)?;
             }
         }
