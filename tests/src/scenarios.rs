@@ -391,3 +391,63 @@ pub fn info_cache_serves_repeated_launches<H: Harness>(h: &H) -> Result<(), Skip
     h.finish(&d);
     Ok(())
 }
+
+/// Capture calls out of order are rejected and change nothing; host syncs
+/// and reads are refused while recording; abort closes the window; an
+/// upload inside a warmed-up window needs no new memory.
+pub fn capture_calls_out_of_order_are_rejected<H: Harness>(h: &H) -> Result<(), Skip> {
+    use streamcore::stream::Phase;
+    let d = h.device(&Setup::streams(1))?;
+    let scale = load(&d, &kernels::SCALE);
+    let n = 64usize;
+    let x = d.upload(S0, &bytes(&vec![2; n])).unwrap();
+    let y = d.alloc(S0, 4 * n as u64).unwrap();
+    let not_prepared = d.begin_capture(S0).unwrap_err();
+    assert!(
+        matches!(not_prepared, Error::Capture(CaptureError::NotPrepared)),
+        "{not_prepared:?}"
+    );
+    let not_capturing = d.end_capture(S0).unwrap_err();
+    assert!(
+        matches!(
+            not_capturing,
+            Error::Capture(CaptureError::NotCapturing {
+                phase: Phase::NoCapture
+            })
+        ),
+        "{not_capturing:?}"
+    );
+    assert_eq!(d.capture_phase(S0), Phase::NoCapture);
+    d.prepare(S0).unwrap();
+    let twice = d.prepare(S0).unwrap_err();
+    assert!(
+        matches!(twice, Error::Capture(CaptureError::AlreadyOpen { .. })),
+        "{twice:?}"
+    );
+    assert_eq!(d.capture_phase(S0), Phase::Prepare);
+    d.write(S0, &x, &bytes(&vec![3; n])).unwrap();
+    queued(d.launch(S0, scale, dims(n), &[x.read(), y.write()], &[n as u64, 2]));
+    d.begin_capture(S0).unwrap();
+    assert_eq!(d.capture_phase(S0), Phase::Capture);
+    assert!(matches!(d.sync(S0), Err(Error::NotWhileCapturing { .. })));
+    assert!(matches!(
+        d.read(S0, &y),
+        Err(Error::NotWhileCapturing { .. })
+    ));
+    d.write(S0, &x, &bytes(&vec![3; n])).unwrap();
+    queued(d.launch(S0, scale, dims(n), &[x.read(), y.write()], &[n as u64, 2]));
+    d.abort_capture(S0).unwrap();
+    assert_eq!(d.capture_phase(S0), Phase::NoCapture);
+    let nothing = d.abort_capture(S0).unwrap_err();
+    assert!(
+        matches!(nothing, Error::Capture(CaptureError::NothingToAbort)),
+        "{nothing:?}"
+    );
+    // The stream is usable and the warm-up's eager work landed.
+    assert_eq!(read_words(&d, S0, &y), vec![6; n]);
+    drop((x, y));
+    d.sync_all().unwrap();
+    assert_eq!(d.census().buffers, 0);
+    h.finish(&d);
+    Ok(())
+}
