@@ -7,7 +7,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::fmt;
 
-use streamcore::device::{Device, DeviceConfig};
+use streamcore::device::{Device, DeviceConfig, Launched};
 use streamcore::platform::{
     Binding, DeviceProperties, DeviceRange, ErrorKind, HostRange, HostStorage, KernelSource,
     LaunchDims, PageId, Platform, PlatformError, Storage,
@@ -187,11 +187,20 @@ fn warm_launch_loop_allocates_nothing() {
     let round = |i: u64| {
         // Producer on stream 1, consumers on stream 0: a cross-stream wait
         // per round, info-cache hits, and polling that reclaims.
-        d.launch(s1, k, dims, &[a.write()], &[1024, i % 4]).unwrap();
-        d.launch(s0, k, dims, &[a.read(), b.write()], &[1024])
-            .unwrap();
-        d.launch(s0, k, dims, &[b.read(), c.write()], &[1024, 3])
-            .unwrap();
+        assert_eq!(
+            d.launch(s1, k, dims, &[a.write()], &[1024, i % 4]).unwrap(),
+            Launched::Queued
+        );
+        assert_eq!(
+            d.launch(s0, k, dims, &[a.read(), b.write()], &[1024])
+                .unwrap(),
+            Launched::Queued
+        );
+        assert_eq!(
+            d.launch(s0, k, dims, &[b.read(), c.write()], &[1024, 3])
+                .unwrap(),
+            Launched::Queued
+        );
         d.poll().unwrap();
     };
     for i in 0..64 {
