@@ -295,6 +295,7 @@ impl<P: Platform> Device<P> {
     /// Waits for everything queued on `stream`, then releases its deferred frees.
     pub fn sync(&self, stream: StreamId) -> Result<(), Error<P::Error>> {
         let mut inner = self.inner.lock();
+        inner.streams.check(stream)?;
         inner.process_releases()?;
         inner.sync_stream(stream)
     }
