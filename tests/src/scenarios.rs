@@ -357,7 +357,10 @@ pub fn out_of_memory_then_recovery<H: Harness>(h: &H) -> Result<(), Skip> {
 /// `install_pools` refuses while a buffer is live, and works once freed.
 pub fn install_pools_refused_while_in_use<H: Harness>(h: &H) -> Result<(), Skip> {
     let d = h.device(&Setup::streams(1))?;
+    let fill = load(&d, &kernels::FILL);
     let b = d.alloc(S0, 1 << 20).unwrap();
+    // A launch leaves a cached info buffer behind: the device's, not in use.
+    queued(d.launch(S0, fill, dims(1024), &[b.write()], &[1024, 1]));
     let layout = MemoryLayout::for_device(&d.properties());
     match d.install_pools(layout.clone()) {
         Err(Error::Memory(MemoryError::InUse { bytes })) => assert!(bytes >= 1 << 20),
