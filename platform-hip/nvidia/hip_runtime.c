@@ -113,6 +113,13 @@ HIP_API hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags) {
 
 HIP_API hipError_t hipHostFree(void *ptr) { return TR(cudaFreeHost(ptr)); }
 
+/* Stream-ordered allocation from the device's default memory pool. */
+HIP_API hipError_t hipMallocAsync(void **ptr, size_t size, hipStream_t stream) {
+    return TR(cudaMallocAsync(ptr, size, stream));
+}
+
+HIP_API hipError_t hipFreeAsync(void *ptr, hipStream_t stream) { return TR(cudaFreeAsync(ptr, stream)); }
+
 /* hipMemcpyKind and cudaMemcpyKind agree for 0..4; AMD-only kinds
  * (DeviceToDeviceNoCU = 1024) become a plain device-to-device copy. */
 static enum cudaMemcpyKind memcpy_kind(int kind) {

@@ -116,6 +116,8 @@ macro_rules! for_each_scenario {
             out_of_memory_then_recovery,
             install_pools_refused_while_in_use,
             info_cache_serves_repeated_launches,
+            capture_calls_out_of_order_are_rejected,
+            bad_input_is_a_typed_error,
         }
     };
 }

@@ -285,10 +285,11 @@ impl<P: Platform> Inner<P> {
             .drops
             .flush_with(|| platform.record(stream).map(|event| Fence { cursor, event }));
         match flushed {
-            Ok(_) => {
+            Ok(crate::drop_queue::Flushed::Sealed { .. }) => {
                 self.stats.events_recorded += 1;
                 Ok(())
             }
+            Ok(_) => Ok(()),
             Err(crate::drop_queue::DropQueueError::Fence(e)) => Err(Error::platform("record", e)),
             Err(_) => Err(Error::InvalidArgument("drop queue refused the flush")),
         }
