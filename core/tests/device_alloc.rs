@@ -3,54 +3,14 @@
 //! polling — makes no heap allocation once warm. Proven with a counting
 //! global allocator over a platform that itself never allocates.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use streamcore::device::{Device, DeviceConfig, Launched};
 use streamcore::null::Null;
 use streamcore::platform::{KernelSource, LaunchDims};
 use streamcore::stream::StreamId;
 
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-struct Counting;
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls made
-// on the current thread while counting is switched on.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(|c| c.get()) {
-            ALLOCS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
-        if COUNTING.with(|c| c.get()) {
-            ALLOCS.with(|a| a.set(a.get() + 1));
-        }
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.realloc(ptr, layout, new) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn count<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    ALLOCS.with(|a| a.set(0));
-    COUNTING.with(|c| c.set(true));
-    let r = f();
-    COUNTING.with(|c| c.set(false));
-    (r, ALLOCS.with(|a| a.get()))
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::allocations;
 
 #[test]
 fn warm_launch_loop_allocates_nothing() {
@@ -88,7 +48,7 @@ fn warm_launch_loop_allocates_nothing() {
     for i in 0..64 {
         round(i);
     }
-    let ((), allocs) = count(|| {
+    let allocs = allocations(|| {
         for i in 0..2000 {
             round(i);
         }
