@@ -247,8 +247,10 @@ impl<H> CrossPins<H> {
         Self { per_consumer }
     }
 
-    /// Pins `handle` until `consumer` completes `cursor`. Cursors pushed for one
-    /// consumer must not decrease (they are that stream's submission cursors).
+    /// Pins `handle` until `consumer` completes `cursor`. Pins of one
+    /// consumer are released in the order they were made: a pin whose cursor
+    /// is lower than the newest pin's waits for that one too (later than
+    /// needed, never earlier), which keeps pinning and releasing O(1).
     pub fn pin(
         &mut self,
         consumer: StreamId,
@@ -259,7 +261,7 @@ impl<H> CrossPins<H> {
             .per_consumer
             .get_mut(consumer.index())
             .ok_or(UnknownStream(consumer))?;
-        debug_assert!(q.back().is_none_or(|(c, _)| *c <= cursor));
+        let cursor = q.back().map_or(cursor, |(c, _)| cursor.max(*c));
         q.push_back((cursor, handle));
         Ok(())
     }
@@ -412,6 +414,17 @@ mod tests {
         );
         let mut pins: CrossPins<u8> = CrossPins::new(1);
         assert_eq!(pins.pin(B, 1, 0), Err(UnknownStream(B)));
+    }
+
+    #[test]
+    fn a_lower_cursor_pinned_later_waits_for_the_newest_pin() {
+        let mut pins = CrossPins::new(1);
+        pins.pin(A, 5, "late").unwrap();
+        pins.pin(A, 2, "early").unwrap();
+        let mut out = Vec::new();
+        assert_eq!(pins.release_completed(A, 2, |h| out.push(h)).unwrap(), 0);
+        assert_eq!(pins.release_completed(A, 5, |h| out.push(h)).unwrap(), 2);
+        assert_eq!(out, ["late", "early"]);
     }
 
     #[test]
