@@ -25,7 +25,7 @@ const PIN: u8 = 4;
 enum Engine {
     Sliced(Box<SlicedEngine>),
     /// Exclusive, persistent and dedicated: idle pages by (size, page).
-    Pages(SizeIndex),
+    Pages(Box<SizeIndex>),
 }
 
 #[derive(Debug)]
@@ -44,7 +44,7 @@ impl Pool {
             PoolKind::Small | PoolKind::Sliced => {
                 Engine::Sliced(Box::new(SlicedEngine::new(align)))
             }
-            _ => Engine::Pages(SizeIndex::new()),
+            _ => Engine::Pages(Box::new(SizeIndex::new(align))),
         };
         Self {
             kind,
@@ -394,16 +394,13 @@ impl<S: Storage> MemoryManager<S> {
                 (c.page, c.block, c.offset)
             }
             Engine::Pages(index) => {
-                let (size, page) = index.lower_bound(rounded)?;
                 let slack = if slack_shift >= 64 {
                     0
                 } else {
                     rounded >> slack_shift
                 };
-                if size - rounded > slack {
-                    return None;
-                }
-                index.remove(size, page);
+                let (_, page) = index.find(rounded, rounded + slack)?;
+                index.remove(page);
                 (page, NIL, 0)
             }
         };
@@ -537,7 +534,7 @@ impl<S: Storage> MemoryManager<S> {
         match &mut pool.engine {
             Engine::Sliced(e) => e.remove_page(page.first_block),
             Engine::Pages(index) => {
-                index.remove(page.size, i);
+                index.remove(i);
             }
         }
         pool.stats.pages -= 1;
