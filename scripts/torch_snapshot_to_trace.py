@@ -12,8 +12,8 @@ then convert it (standard library only, no torch needed):
     python3 torch_snapshot_to_trace.py snapshot.pickle trace.jsonl.gz
 
 and replay it with `streamcore replay trace.jsonl.gz`. The trace keeps the
-history's `alloc` events and its `free_requested` events (when the program let
-go of a block). The header carries PyTorch's peaks: the ones given with
+history's `alloc` events (sizes rounded up to the allocator's 512-byte blocks)
+and its `free_requested` events (when the program let go of a block). The header carries PyTorch's peaks: the ones given with
 --peak-reserved / --peak-allocated, or else the ones the snapshot implies (the
 segments held at the end, walked back through the history).
 """
@@ -43,6 +43,15 @@ def load_snapshot(path):
     return _PlainData(io.BytesIO(data)).load()
 
 
+def block_size(size):
+    """The caching allocator's block for a request: a multiple of 512 bytes.
+
+    The history records what was asked for; the allocator holds (and counts
+    in its allocated figure) the rounded block.
+    """
+    return max(512, (size + 511) // 512 * 512)
+
+
 def convert(snapshot, device=0):
     """Returns (header, events, warnings) for one device's history."""
     traces = snapshot.get("device_traces") or []
@@ -60,6 +69,8 @@ def convert(snapshot, device=0):
     for entry in history:
         action, addr, size = entry.get("action"), entry.get("addr"), entry.get("size", 0)
         actions[action] = actions.get(action, 0) + 1
+        if action in ("alloc", "free_completed"):
+            size = block_size(size)
         if action == "alloc":
             if addr in live:  # its free fell off the ring buffer: close it here
                 events.append({"op": "free", "id": live.pop(addr)})

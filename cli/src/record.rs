@@ -46,7 +46,8 @@ only) turns a snapshot of that history into a trace.
    end, walked back through the history). Where the repository is not at
    hand, `streamcore record --script > torch_snapshot_to_trace.py` writes
    the script. It keeps the history's `alloc` events (an allocation of the
-   block's size on its stream) and `free_requested` events (the moment the
+   block's size on its stream: the history records the size asked for,
+   which the script rounds up to the allocator's 512-byte blocks) and `free_requested` events (the moment the
    program let go of the block; PyTorch may hold it longer, until
    `free_completed`, which is part of what its reserved figure shows).
    Addresses become ids, numbered afresh at each allocation; streams are
