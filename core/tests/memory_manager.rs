@@ -69,7 +69,8 @@ fn pools_are_chosen_by_size() {
     }
     assert_eq!(pool(&m, PoolKind::Small).reserved, 64 * KIB);
     assert_eq!(pool(&m, PoolKind::Sliced).reserved, MIB);
-    assert_eq!(pool(&m, PoolKind::Exclusive).reserved, 64 * KIB + 256);
+    // 64 KiB + 1 rounded to the alignment, then to a 2 KiB multiple (1/32).
+    assert_eq!(pool(&m, PoolKind::Exclusive).reserved, 66 * KIB);
     assert_eq!(pool(&m, PoolKind::Dedicated).reserved, 17 * MIB);
 }
 
@@ -173,6 +174,30 @@ fn exclusive_pages_are_reused_only_when_they_fit_tightly() {
     assert_ne!(rd.page, ra.page);
     assert_eq!(m.storage().allocs, 2);
     m.free(d).unwrap();
+}
+
+#[test]
+fn exclusive_pages_are_rounded_so_nearby_sizes_share_them() {
+    // Exact pages: a request a little larger than the idle page needs a new one.
+    let exact = MemoryPolicy {
+        page_rounding_shift: 64,
+        ..no_trim()
+    };
+    let mut m = MemoryManager::new(TestStorage::new(), layout(exact));
+    let (a, _) = m.reserve(MIB + 4 * KIB).unwrap();
+    assert_eq!(m.storage().live_bytes(), MIB + 4 * KIB);
+    m.free(a).unwrap();
+    m.reserve(MIB + 8 * KIB).unwrap();
+    assert_eq!(m.storage().allocs, 2);
+    // Rounded pages (1/32 of the size): both share one 1 MiB + 32 KiB page.
+    let mut m = MemoryManager::new(TestStorage::new(), layout(no_trim()));
+    let (a, ra) = m.reserve(MIB + 4 * KIB).unwrap();
+    assert_eq!(m.storage().live_bytes(), MIB + 32 * KIB);
+    m.free(a).unwrap();
+    let (_, rb) = m.reserve(MIB + 8 * KIB).unwrap();
+    assert_eq!(rb.page, ra.page);
+    assert_eq!(m.storage().allocs, 1);
+    assert_eq!(pool(&m, PoolKind::Exclusive).padding, 24 * KIB);
 }
 
 #[test]
@@ -531,7 +556,11 @@ fn report_adds_up_and_reads_as_a_table() {
     let r = m.report();
     let t = r.total();
     assert_eq!(t.in_use, 10 + 2000 + MIB + 1);
-    assert_eq!(t.padding, (256 - 10) + (2048 - 2000) + (255));
+    // Alignment padding, plus the exclusive page rounded up to 1/32 of 1 MiB.
+    assert_eq!(
+        t.padding,
+        (256 - 10) + (2048 - 2000) + (MIB + 32 * KIB - (MIB + 1))
+    );
     assert_eq!(t.slices, 3);
     assert_eq!(t.reserved, m.storage().live_bytes());
     assert_eq!(t.pages as usize, m.storage().live.len());

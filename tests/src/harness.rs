@@ -117,6 +117,7 @@ macro_rules! for_each_scenario {
             install_pools_refused_while_in_use,
             info_cache_serves_repeated_launches,
             capture_calls_out_of_order_are_rejected,
+            bad_input_is_a_typed_error,
         }
     };
 }

@@ -62,7 +62,7 @@ impl ComputeStorage for CountingCubeStorage {
     fn dealloc(&mut self, id: StorageId) {
         if let Some(size) = self.live.remove(&id) {
             self.pending += size;
-            self.accounting.dealloc();
+            self.accounting.dealloc(size);
         }
     }
 

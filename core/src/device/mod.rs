@@ -295,6 +295,7 @@ impl<P: Platform> Device<P> {
     /// Waits for everything queued on `stream`, then releases its deferred frees.
     pub fn sync(&self, stream: StreamId) -> Result<(), Error<P::Error>> {
         let mut inner = self.inner.lock();
+        inner.streams.check(stream)?;
         inner.process_releases()?;
         inner.sync_stream(stream)
     }
@@ -360,24 +361,41 @@ impl<P: Platform> Device<P> {
         Ok(())
     }
 
-    /// Swaps the pool layout for streams created afterwards and for every
-    /// existing stream whose pools hold nothing live. Refuses, changing
-    /// nothing, while any stream still holds live bytes (the error names them).
+    /// Swaps the pool layout of every stream and of streams created
+    /// afterwards. Cached info buffers no graph pins are released first
+    /// (waiting for their fences). Refuses with the bytes still in use while
+    /// any stream holds live bytes (buffers, or info pinned by a live graph);
+    /// the layout is then unchanged everywhere.
     pub fn install_pools(&self, layout: MemoryLayout) -> Result<(), Error<P::Error>> {
         let mut inner = self.inner.lock();
         inner.process_releases()?;
-        for (_, st) in inner.streams.iter() {
-            let in_use = st.memory.report().total().in_use;
-            if in_use > 0 {
-                return Err(Error::Memory(crate::memory::MemoryError::InUse {
-                    bytes: in_use,
-                }));
+        if inner.streams.iter().any(|(_, st)| st.capture.is_open()) {
+            return Err(Error::NotWhileCapturing {
+                op: "install_pools",
+            });
+        }
+        // Cached info buffers are the device's, not the caller's: drop the
+        // unpinned ones and wait for every deferred free, so only what the
+        // caller (or a live graph) holds counts as in use.
+        for s in 0..inner.streams.capacity() {
+            let id = StreamId(s as u16);
+            if inner.streams.get(id).is_some() {
+                inner.with_stream(id, |_, st, evicted| {
+                    st.info
+                        .clear_unpinned(|(h, _)| evicted.push(state::Deferred::Device(h)));
+                })?;
+                inner.sync_stream(id)?;
             }
-            if st.capture.is_open() {
-                return Err(Error::NotWhileCapturing {
-                    op: "install_pools",
-                });
-            }
+        }
+        let in_use: u64 = inner
+            .streams
+            .iter()
+            .map(|(_, st)| st.memory.report().total().in_use)
+            .sum();
+        if in_use > 0 {
+            return Err(Error::Memory(crate::memory::MemoryError::InUse {
+                bytes: in_use,
+            }));
         }
         for (_, st) in inner.streams.iter_mut() {
             st.memory.install(layout.clone())?;

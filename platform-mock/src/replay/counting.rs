@@ -17,6 +17,8 @@ struct Counters {
     deallocs: AtomicU64,
     flushes: AtomicU64,
     capacity: AtomicU64,
+    unreleased: AtomicU64,
+    peak_unreleased: AtomicU64,
 }
 
 /// Byte accounting shared by every storage of one replay: bytes held (a
@@ -38,6 +40,9 @@ pub struct StorageStats {
     pub deallocs: u64,
     /// Flush calls.
     pub flushes: u64,
+    /// A diagnostic: the most bytes held at once counting a page only until
+    /// its dealloc (as if every dealloc were flushed at once).
+    pub peak_unreleased: u64,
 }
 
 impl Accounting {
@@ -67,13 +72,18 @@ impl Accounting {
         }
         self.0.held.store(next, Ordering::Relaxed);
         self.0.peak_held.fetch_max(next, Ordering::Relaxed);
+        let unreleased = self.0.unreleased.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.0
+            .peak_unreleased
+            .fetch_max(unreleased, Ordering::Relaxed);
         self.0.allocs.fetch_add(1, Ordering::Relaxed);
         true
     }
 
-    /// Records a deallocation (the bytes stay held until `release`).
-    pub fn dealloc(&self) {
+    /// Records a deallocation of `bytes` (they stay held until a flush).
+    pub fn dealloc(&self, bytes: u64) {
         self.0.deallocs.fetch_add(1, Ordering::Relaxed);
+        self.0.unreleased.fetch_sub(bytes, Ordering::Relaxed);
     }
 
     /// Records a flush that let go of `bytes`.
@@ -95,6 +105,7 @@ impl Accounting {
             allocs: self.0.allocs.load(Ordering::Relaxed),
             deallocs: self.0.deallocs.load(Ordering::Relaxed),
             flushes: self.0.flushes.load(Ordering::Relaxed),
+            peak_unreleased: self.0.peak_unreleased.load(Ordering::Relaxed),
         }
     }
 }
@@ -188,7 +199,7 @@ impl Storage for CountingStorage {
             .live
             .remove(&page.0)
             .expect("dealloc of a page that is not live");
-        self.accounting.dealloc();
+        self.accounting.dealloc(size);
         self.pending.push(size);
     }
 
