@@ -49,6 +49,8 @@ mod counters;
 mod device;
 mod error;
 pub mod fault;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod handles;
 mod kernel;
 mod log;

@@ -215,6 +215,18 @@ impl MockPlatform {
             .is_some_and(|s| s.capture.is_some())
     }
 
+    /// Ids of the streams whose open capture was invalidated (it can no
+    /// longer be sealed), in increasing order.
+    pub fn invalidated_captures(&self) -> Vec<u32> {
+        let st = self.lock();
+        st.streams
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.capture.as_ref().is_some_and(|c| c.invalidated.is_some()))
+            .map(|(i, _)| i as u32)
+            .collect()
+    }
+
     /// Virtual time, in simulated nanoseconds.
     pub fn now(&self) -> u64 {
         self.lock().now

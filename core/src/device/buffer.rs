@@ -175,6 +175,17 @@ impl<H: Copy> BufferTable<H> {
             .ok_or(StaleBuffer(id))
     }
 
+    /// Bytes of the live buffers that have memory (O(slots): for rare
+    /// checks such as `install_pools`).
+    pub fn placed_bytes(&self) -> u64 {
+        self.entries
+            .iter()
+            .filter_map(|e| e.slot.as_ref())
+            .filter(|s| matches!(s.location, Location::Placed { .. }))
+            .map(|s| s.size)
+            .sum()
+    }
+
     /// Removes a buffer, returning what it was. The id becomes stale.
     pub fn remove(&mut self, id: BufferId) -> Result<BufferSlot<H>, StaleBuffer> {
         let e = self

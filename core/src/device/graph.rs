@@ -51,7 +51,15 @@ impl<P: Platform> Inner<P> {
         let st = self.stream(sid)?;
         st.capture.begin()?;
         st.memory.begin_capture()?;
+        let cursor = self.sync.cursor(sid)?;
         self.with_stream(sid, |platform, st, evicted| -> Res<(), P> {
+            // What other streams wait on for this stream's earlier writes
+            // while it records (an event recorded inside the capture would
+            // be a graph node they cannot wait on).
+            st.before_capture = match platform.record(&mut st.stream) {
+                Ok(event) => Some(super::state::Fence { cursor, event }),
+                Err(_) => None,
+            };
             let _ = st.drops.set_recording(true);
             if let Err(e) = platform.begin_capture(&mut st.stream) {
                 let _ = st.drops.set_recording(false);
@@ -65,7 +73,7 @@ impl<P: Platform> Inner<P> {
             Ok(())
         })??;
         self.recording += 1;
-        Ok(())
+        self.hold_flushes_while_recording()
     }
 
     /// Ends the capture. A doomed window, or a capture the platform
@@ -87,8 +95,11 @@ impl<P: Platform> Inner<P> {
                 let memory = st.memory.end_capture(|c| pinned.push(c.handle));
                 let window = core::mem::take(&mut st.window);
                 let window_host = core::mem::take(&mut st.window_host);
+                st.before_capture = None;
                 (sealed, graph, owed, memory, window, window_host)
             })?;
+        // The platform capture is closed: flushes may resume.
+        let resumed = self.hold_flushes_while_recording();
 
         let outcome: Res<P::Graph, P> = match (sealed, graph) {
             (Ok(()), Ok(g)) => match memory {
@@ -147,6 +158,7 @@ impl<P: Platform> Inner<P> {
         if owed {
             self.flush(sid)?;
         }
+        resumed?;
         result
     }
 
@@ -164,6 +176,7 @@ impl<P: Platform> Inner<P> {
             }
             let owed = st.drops.set_recording(false);
             let _ = st.memory.abort_capture();
+            st.before_capture = None;
             let window = core::mem::take(&mut st.window);
             let _ = st
                 .info
@@ -173,6 +186,7 @@ impl<P: Platform> Inner<P> {
         })??;
         if was_recording {
             self.recording = self.recording.saturating_sub(1);
+            self.hold_flushes_while_recording()?;
         }
         drop(window);
         if owed {

@@ -2,7 +2,7 @@
 //! cross-stream waits (sync table), then the platform call.
 
 use super::handle::{Arg, KernelId};
-use super::state::{Deferred, Inner, Res, WindowUse, describe};
+use super::state::{Deferred, Inner, Res, WindowUse, describe, error_kind};
 use crate::error::Error;
 use crate::failure::{AllocId, Cause, Decision, FailureId, Operand, Operation, Region};
 use crate::info_cache::InsertError;
@@ -106,9 +106,17 @@ impl<P: Platform> Inner<P> {
                     });
                 }
                 Err(e) => {
-                    if let Error::Memory(MemoryError::AllocationInCapture { bytes }) = &e {
-                        self.doom(sid, DoomReason::AllocationInCapture { bytes: *bytes });
-                    }
+                    // The launch is not queued: an open window would miss it.
+                    let reason = match &e {
+                        Error::Memory(MemoryError::AllocationInCapture { bytes }) => {
+                            DoomReason::AllocationInCapture { bytes: *bytes }
+                        }
+                        other => DoomReason::Platform {
+                            op: "launch",
+                            kind: error_kind(other),
+                        },
+                    };
+                    self.doom(sid, reason);
                     return Err(e);
                 }
             }
@@ -119,7 +127,14 @@ impl<P: Platform> Inner<P> {
         for a in args {
             self.push_marks(a.buffer.id(), a.access)?;
         }
-        self.wait_for_marks(sid)?;
+        if let Err(e) = self.wait_for_marks(sid) {
+            self.doom_platform(sid, "wait", &e);
+            // The info slice no cache entry owns goes back like after a launch.
+            if let Some(h) = uncached_info {
+                self.defer(sid, Deferred::Device(h), (info.len() * 8) as u64)?;
+            }
+            return Err(e);
+        }
 
         let Self {
             platform,
@@ -208,6 +223,17 @@ impl<P: Platform> Inner<P> {
                 let _ = st.memory.free(handle);
             }
             return Err(e);
+        }
+        if self
+            .streams
+            .get(sid)
+            .is_some_and(|s| s.capture.is_recording())
+        {
+            // The upload was recorded, not run: the bytes exist only while
+            // the graph runs, so eager work must never be served them. The
+            // slice is freed after the launch; the capture's pin keeps it
+            // for the graph's life.
+            return Ok((range, Some(handle)));
         }
         let uncached = self.with_stream(sid, |_, st, evicted| {
             match st.info.insert(info, (handle, range), |(h, _)| {

@@ -362,10 +362,12 @@ impl<P: Platform> Device<P> {
     }
 
     /// Swaps the pool layout of every stream and of streams created
-    /// afterwards. Cached info buffers no graph pins are released first
-    /// (waiting for their fences). Refuses with the bytes still in use while
-    /// any stream holds live bytes (buffers, or info pinned by a live graph);
-    /// the layout is then unchanged everywhere.
+    /// afterwards. Refuses, changing nothing, while a capture window is open
+    /// or the caller holds live buffers (the error gives their bytes).
+    /// Otherwise cached info buffers no graph pins are released (waiting for
+    /// their fences), and the swap is refused only if memory is still held by
+    /// live graphs (the error gives the bytes); the layout is then unchanged
+    /// everywhere.
     pub fn install_pools(&self, layout: MemoryLayout) -> Result<(), Error<P::Error>> {
         let mut inner = self.inner.lock();
         inner.process_releases()?;
@@ -373,6 +375,13 @@ impl<P: Platform> Device<P> {
             return Err(Error::NotWhileCapturing {
                 op: "install_pools",
             });
+        }
+        // The caller's live buffers: refuse before touching anything.
+        let held = inner.buffers.placed_bytes();
+        if held > 0 {
+            return Err(Error::Memory(crate::memory::MemoryError::InUse {
+                bytes: held,
+            }));
         }
         // Cached info buffers are the device's, not the caller's: drop the
         // unpinned ones and wait for every deferred free, so only what the
@@ -425,6 +434,34 @@ impl<P: Platform> Device<P> {
         ))
     }
 
+    /// Info-cache figures of `stream` (`None` for a stream never used), for
+    /// invariant checks: entries cached, entries the open capture window
+    /// recorded, and graphs holding pins.
+    pub fn info_census(&self, stream: StreamId) -> Option<InfoCensus> {
+        let inner = self.inner.lock();
+        inner.streams.get(stream).map(|s| InfoCensus {
+            entries: s.info.len(),
+            window: s.info.window_len(),
+            graphs: s.info.graph_count(),
+        })
+    }
+
+    /// Info-cache entries `graph` pins (`None` for a graph that is not live
+    /// on this device). For invariant checks.
+    pub fn graph_info_pins(&self, graph: &Graph) -> Option<usize> {
+        let inner = self.inner.lock();
+        if graph.device() != inner.id {
+            return None;
+        }
+        let gs = inner.graphs.get(&graph.id())?;
+        let st = inner.streams.get(gs.stream)?;
+        Some(
+            st.info
+                .graph_entries(crate::info_cache::GraphId(graph.id().0))
+                .unwrap_or(0),
+        )
+    }
+
     /// Counts for invariant checks: live buffers, live failures, live graphs,
     /// items held by drop queues, cross-stream pins.
     pub fn census(&self) -> Census {
@@ -460,4 +497,15 @@ pub struct Census {
     pub cross_pins: usize,
     /// Bytes in use in every stream's pools (info buffers included).
     pub live_bytes: u64,
+}
+
+/// The info cache of one stream, for invariant checks.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct InfoCensus {
+    /// Entries cached (pinned, in the open window, or in the LRU list).
+    pub entries: usize,
+    /// Entries the open capture window recorded.
+    pub window: usize,
+    /// Live graphs holding pins in this cache.
+    pub graphs: usize,
 }

@@ -48,6 +48,11 @@ pub(crate) struct StreamState<P: Platform> {
     pub(crate) info: InfoCache<(SliceHandle, DeviceRange)>,
     /// A fence recorded only to learn progress (for cross-stream pins).
     pub(crate) progress: Option<Fence<P::Event>>,
+    /// While recording a capture: an event recorded just before it began.
+    /// Every write other streams may need to wait for was submitted before
+    /// the capture (recorded work is not marked), and an event recorded
+    /// inside the capture is a graph node other streams cannot wait on.
+    pub(crate) before_capture: Option<Fence<P::Event>>,
     /// Buffers used while recording a capture (kept alive by the graph).
     pub(crate) window: Vec<WindowUse>,
     /// Staging slices used while recording (the graph re-reads them).
@@ -118,6 +123,7 @@ impl<P: Platform> Inner<P> {
         let layout = &self.layout;
         let config = &self.config;
         let flush = self.flush;
+        let recording = self.recording > 0;
         self.streams
             .get_or_create(sid, || -> Res<StreamState<P>, P> {
                 let stream = platform
@@ -126,13 +132,17 @@ impl<P: Platform> Inner<P> {
                 let storage = platform
                     .device_storage()
                     .map_err(|e| Error::platform("device_storage", e))?;
+                let mut memory = MemoryManager::new(storage, layout.clone());
+                // Holding flushes cannot fail (nothing is flushed).
+                let _ = memory.hold_flushes(recording);
                 Ok(StreamState {
                     stream,
-                    memory: MemoryManager::new(storage, layout.clone()),
+                    memory,
                     drops: DropQueue::with_capacity(flush, 256, 16),
                     capture: CaptureState::new(),
                     info: InfoCache::new(config.info_cache),
                     progress: None,
+                    before_capture: None,
                     window: Vec::new(),
                     window_host: Vec::new(),
                 })
@@ -477,23 +487,39 @@ impl<P: Platform> Inner<P> {
             let Some((producer, _)) = self.plan.waits().nth(k) else {
                 break;
             };
-            let at = self.sync.cursor(producer)?;
             let pst = self
                 .streams
                 .get_mut(producer)
                 .ok_or(Error::InvalidArgument("producer stream not created"))?;
-            let event = self
-                .platform
-                .record(&mut pst.stream)
-                .map_err(|e| Error::platform("record", e))?;
-            self.stats.events_recorded += 1;
+            // A recording producer: wait on the event recorded before its
+            // capture began (it covers every write it can be waited for).
+            let kept = match pst.before_capture.take() {
+                Some(f) if pst.capture.is_recording() => Some(f),
+                _ => None,
+            };
+            let (at, event, reused) = match kept {
+                Some(f) => (f.cursor, f.event, true),
+                None => {
+                    let at = self.sync.cursor(producer)?;
+                    let event = self
+                        .platform
+                        .record(&mut pst.stream)
+                        .map_err(|e| Error::platform("record", e))?;
+                    self.stats.events_recorded += 1;
+                    (at, event, false)
+                }
+            };
             let cst = self
                 .streams
                 .get_mut(consumer)
                 .ok_or(Error::InvalidArgument("consumer stream not created"))?;
-            self.platform
-                .wait(&mut cst.stream, &event)
-                .map_err(|e| Error::platform("wait", e))?;
+            let waited = self.platform.wait(&mut cst.stream, &event);
+            if reused {
+                if let Some(pst) = self.streams.get_mut(producer) {
+                    pst.before_capture = Some(Fence { cursor: at, event });
+                }
+            }
+            waited.map_err(|e| Error::platform("wait", e))?;
             self.stats.waits += 1;
             self.sync.synced(consumer, producer, at)?;
         }
@@ -542,6 +568,29 @@ impl<P: Platform> Inner<P> {
         Ok(())
     }
 
+    /// Holds every pool's storage flushes while any stream records a
+    /// capture (drivers in global capture mode forbid releasing memory, and
+    /// would invalidate the capture), and resumes them once none does.
+    /// Call after every change of `recording`.
+    pub(crate) fn hold_flushes_while_recording(&mut self) -> Res<(), P> {
+        let hold = self.recording > 0;
+        let mut result = Ok(());
+        for (_, st) in self.streams.iter_mut() {
+            if let Err(e) = st.memory.hold_flushes(hold) {
+                result = Err(Error::Memory(e));
+            }
+        }
+        self.host.hold_flushes(hold).map_err(host_err::<P>)?;
+        result
+    }
+
+    /// Dooms `sid`'s open window because work asked for inside it failed
+    /// on the platform before it was queued (the graph would miss it).
+    pub(crate) fn doom_platform(&mut self, sid: StreamId, op: &'static str, e: &Error<P::Error>) {
+        let kind = error_kind(e);
+        self.doom(sid, crate::stream::DoomReason::Platform { op, kind });
+    }
+
     /// Dooms `sid`'s open capture window, if any.
     pub(crate) fn doom(&mut self, sid: StreamId, reason: crate::stream::DoomReason) {
         if let Some(st) = self.streams.get_mut(sid) {
@@ -558,4 +607,22 @@ pub(crate) fn host_err<P: Platform>(e: crate::memory::MemoryError<P::Error>) -> 
 /// Renders a platform error for the failure record.
 pub(crate) fn describe<E: PlatformError>(e: &E) -> alloc::string::String {
     e.to_string()
+}
+
+/// The platform classification of a core error, for a capture window's
+/// doom reason (`Other` for errors that carry none).
+pub(crate) fn error_kind<E: PlatformError>(e: &Error<E>) -> crate::platform::ErrorKind {
+    use crate::memory::{MemoryError, OomCause};
+    use crate::platform::ErrorKind;
+    match e {
+        Error::Platform { source, .. } => source.kind(),
+        Error::Failed { kind, .. } => *kind,
+        Error::Memory(MemoryError::Storage { source, .. }) => source.kind(),
+        Error::Memory(MemoryError::OutOfMemory {
+            cause: OomCause::Storage(source),
+            ..
+        }) => source.kind(),
+        Error::Memory(MemoryError::OutOfMemory { .. }) => ErrorKind::OutOfMemory,
+        _ => ErrorKind::Other,
+    }
 }

@@ -106,15 +106,27 @@ impl<P: Platform> Inner<P> {
         };
         self.stream(sid)?;
         let bytes = data.len() as u64;
-        let (h, hr) = self.host.reserve(bytes).map_err(host_err::<P>)?;
+        // From here on a failure leaves the write undone: an open window on
+        // `sid` would miss it, so it is doomed.
+        let (h, hr) = match self.host.reserve(bytes) {
+            Ok(r) => r,
+            Err(e) => {
+                let e = host_err::<P>(e);
+                self.doom_platform(sid, "write", &e);
+                return Err(e);
+            }
+        };
         if let Err(e) = self.host.storage_mut().write(hr.page, hr.offset, data) {
             let _ = self.host.free(h);
-            return Err(Error::platform("host_write", e));
+            let e = Error::platform("host_write", e);
+            self.doom_platform(sid, "write", &e);
+            return Err(e);
         }
         self.scratch_marks.clear();
         self.push_marks(id, Access::Write)?;
         if let Err(e) = self.wait_for_marks(sid) {
             let _ = self.host.free(h);
+            self.doom_platform(sid, "wait", &e);
             return Err(e);
         }
         let src = HostRange {

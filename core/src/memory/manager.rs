@@ -157,6 +157,8 @@ pub struct MemoryManager<S: Storage> {
     window: Vec<u32>,
     persistent_depth: u32,
     storage_allocs: u64,
+    /// Storage flushes are held (see [`MemoryManager::hold_flushes`]).
+    flushes_held: bool,
 }
 
 impl<S: Storage> MemoryManager<S> {
@@ -186,6 +188,7 @@ impl<S: Storage> MemoryManager<S> {
             window: Vec::new(),
             persistent_depth: 0,
             storage_allocs: 0,
+            flushes_held: false,
         };
         m.build_pools();
         m
@@ -572,7 +575,24 @@ impl<S: Storage> MemoryManager<S> {
         self.vacant_page = i;
     }
 
+    /// Holds or resumes storage flushes. While held, pages handed back to
+    /// the storage stay pending (counted in
+    /// [`held_bytes`](Self::held_bytes)) instead of being released: drivers
+    /// forbid releasing memory while any stream of the device records a
+    /// capture, and the device holds every manager's flushes then. Resuming
+    /// flushes what is pending.
+    pub fn hold_flushes(&mut self, hold: bool) -> Result<(), MemoryError<S::Error>> {
+        self.flushes_held = hold;
+        if !hold && self.pending > 0 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
     fn flush(&mut self) -> Result<(), MemoryError<S::Error>> {
+        if self.flushes_held {
+            return Ok(());
+        }
         self.storage
             .flush()
             .map_err(|source| MemoryError::Storage {

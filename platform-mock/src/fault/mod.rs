@@ -191,6 +191,12 @@ impl<P> FaultInjector<P> {
         lost(&self.state)
     }
 
+    /// Adds `rule` to the plan from now on; its trigger counts only the calls
+    /// made after this one (so `Trigger::Nth(1)` fails the next matching call).
+    pub fn add_rule(&self, rule: Rule) {
+        lock(&self.state).rules.push((rule, 0));
+    }
+
     /// Loses the device now: every later call fails with `DeviceLost`.
     pub fn lose_device(&self) {
         lock(&self.state).lost = true;

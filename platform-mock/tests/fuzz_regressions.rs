@@ -1,0 +1,221 @@
+//! Programs the fuzzers or the exhaustive exploration found violating the
+//! oracle, kept as regression tests (each failed before its fix).
+
+use streamcore_mock::fuzzing::{self, Config, Op, Program};
+
+fn run(p: Program) {
+    if let Err(v) = fuzzing::run(&p) {
+        panic!("{v}\n{p:?}");
+    }
+}
+
+/// Freeing buffers in another order than their last cross-stream uses
+/// pinned them with decreasing cursors: a debug assertion in `CrossPins`
+/// fired (and release builds released the earlier pin late).
+#[test]
+fn frees_out_of_cross_stream_use_order() {
+    run(Program {
+        config: Config {
+            streams: 1,
+            seed: 0,
+            flush: 0,
+        },
+        ops: vec![
+            Op::Alloc { stream: 0, size: 0 },
+            Op::Alloc { stream: 0, size: 0 },
+            Op::CrossUse {
+                stream: 0,
+                buf: 1,
+                k: 0,
+            },
+            Op::CrossUse {
+                stream: 0,
+                buf: 0,
+                k: 0,
+            },
+            Op::Free { buf: 0 },
+            Op::Free { buf: 0 },
+            Op::SyncAll,
+        ],
+    });
+}
+
+fn cfg(streams: u8) -> Config {
+    Config {
+        streams,
+        seed: 0,
+        flush: 0,
+    }
+}
+
+/// `cleanup` (or a pool trim) on one stream released pages while another
+/// stream recorded a capture: the driver's global capture mode refuses the
+/// release, the call failed and the other stream's capture was invalidated.
+/// Pools now hold storage flushes while any stream records.
+#[test]
+fn releasing_pages_while_another_stream_records() {
+    run(Program {
+        config: cfg(1),
+        ops: vec![
+            Op::Alloc { stream: 1, size: 5 },
+            Op::Free { buf: 0 },
+            Op::SyncAll,
+            Op::Alloc { stream: 0, size: 0 },
+            Op::Prepare { stream: 0 },
+            Op::Launch {
+                stream: 0,
+                kernel: fuzzing::Kernel::Fill,
+                a: 0,
+                b: 0,
+                out: 0,
+                k: 1,
+            },
+            Op::Begin { stream: 0 },
+            Op::Cleanup,
+            Op::Launch {
+                stream: 0,
+                kernel: fuzzing::Kernel::Fill,
+                a: 0,
+                b: 0,
+                out: 0,
+                k: 1,
+            },
+            Op::End { stream: 0 },
+            Op::Replay { graph: 0 },
+            Op::Read { stream: 1, buf: 0 },
+        ],
+    });
+}
+
+/// A launch on stream 0 reading what stream 1 wrote before stream 1 began
+/// recording: the wait's event was recorded on stream 1 *inside* its
+/// capture, which no other stream can wait on (the launch failed and the
+/// capture was invalidated). Waits on a recording producer now use an event
+/// recorded just before its capture began.
+#[test]
+fn consumer_waits_on_a_producer_that_is_recording() {
+    run(Program {
+        config: cfg(1),
+        ops: vec![
+            Op::Alloc { stream: 0, size: 1 },
+            Op::Alloc { stream: 1, size: 1 },
+            Op::Launch {
+                stream: 1,
+                kernel: fuzzing::Kernel::Fill,
+                a: 0,
+                b: 0,
+                out: 1,
+                k: 2,
+            },
+            Op::Prepare { stream: 1 },
+            Op::Begin { stream: 1 },
+            Op::Launch {
+                stream: 0,
+                kernel: fuzzing::Kernel::Scale,
+                a: 1,
+                b: 1,
+                out: 0,
+                k: 1,
+            },
+            Op::End { stream: 1 },
+            Op::Read { stream: 0, buf: 0 },
+        ],
+    });
+}
+
+/// A launch inside a capture whose info-word upload failed on the platform
+/// was not queued, yet `end_capture` sealed the window into a graph missing
+/// it. A platform failure of work asked for inside a window now dooms it.
+#[test]
+fn failed_info_upload_inside_a_capture_dooms_it() {
+    run(Program {
+        config: cfg(0),
+        ops: vec![
+            Op::Alloc { stream: 0, size: 0 },
+            Op::Prepare { stream: 0 },
+            Op::Launch {
+                stream: 0,
+                kernel: fuzzing::Kernel::Fill,
+                a: 0,
+                b: 0,
+                out: 0,
+                k: 1,
+            },
+            Op::Begin { stream: 0 },
+            Op::Fault {
+                site: fuzzing::FaultSite::CopyToDevice,
+            },
+            Op::Launch {
+                stream: 0,
+                kernel: fuzzing::Kernel::Fill,
+                a: 0,
+                b: 0,
+                out: 0,
+                k: 2,
+            },
+            Op::End { stream: 0 },
+            Op::Read { stream: 0, buf: 0 },
+        ],
+    });
+}
+
+/// Info words first uploaded inside a capture: the upload is recorded into
+/// the graph, not run, yet the info cache kept the entry and served its
+/// never-written bytes to the next eager launch with the same words (a fill
+/// wrote zeros instead of 3). Recorded uploads are no longer cached.
+#[test]
+fn info_words_first_uploaded_inside_a_capture() {
+    let fill = |k| Op::Launch {
+        stream: 0,
+        kernel: fuzzing::Kernel::Fill,
+        a: 0,
+        b: 0,
+        out: 0,
+        k,
+    };
+    run(Program {
+        config: cfg(0),
+        ops: vec![
+            Op::Alloc { stream: 0, size: 2 },
+            Op::Prepare { stream: 0 },
+            fill(1),
+            Op::Begin { stream: 0 },
+            fill(3),
+            Op::End { stream: 0 },
+            fill(3),
+            Op::Read { stream: 0, buf: 0 },
+            Op::Replay { graph: 0 },
+            Op::DropGraph { graph: 0 },
+            fill(3),
+            Op::Read { stream: 0, buf: 0 },
+        ],
+    });
+}
+
+/// A launch inside a capture whose info words missed the cache, and whose
+/// cross-stream wait then failed: the error path returned before handing
+/// back the uncached info slice, which leaked (8 bytes live after teardown).
+#[test]
+fn failed_wait_after_an_uncached_info_upload_leaks_nothing() {
+    let launch = |stream, kernel, a, out, k| Op::Launch {
+        stream,
+        kernel,
+        a,
+        b: a,
+        out,
+        k,
+    };
+    run(Program {
+        config: cfg(1),
+        ops: vec![
+            Op::Alloc { stream: 0, size: 1 },
+            Op::Alloc { stream: 1, size: 1 },
+            launch(0, fuzzing::Kernel::Fill, 0, 0, 1),
+            Op::Prepare { stream: 1 },
+            launch(1, fuzzing::Kernel::Fill, 1, 1, 0),
+            Op::Begin { stream: 1 },
+            launch(1, fuzzing::Kernel::Scale, 0, 1, 2),
+            Op::End { stream: 1 },
+        ],
+    });
+}
