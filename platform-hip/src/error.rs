@@ -51,7 +51,7 @@ impl HipError {
             origin: Origin::Hip,
             status: Some(status),
             name: hip_error_name(status),
-            kind: kind_of_hip_status(status),
+            kind: kind_of_hip_code(status),
             detail: None,
         }
     }
@@ -193,7 +193,7 @@ pub(crate) fn check_rtc(call: &'static str, status: hip::hiprtcResult) -> Result
 }
 
 /// Classifies a HIP status.
-pub fn kind_of_hip_status(status: u32) -> ErrorKind {
+pub fn kind_of_hip_code(status: u32) -> ErrorKind {
     match status {
         // hipErrorOutOfMemory
         2 => ErrorKind::OutOfMemory,
@@ -257,19 +257,19 @@ mod tests {
 
     #[test]
     fn statuses_classify_as_documented() {
-        assert_eq!(kind_of_hip_status(2), ErrorKind::OutOfMemory);
-        assert_eq!(kind_of_hip_status(100), ErrorKind::NotAvailable);
-        assert_eq!(kind_of_hip_status(35), ErrorKind::NotAvailable);
-        assert_eq!(kind_of_hip_status(700), ErrorKind::DeviceLost);
-        assert_eq!(kind_of_hip_status(719), ErrorKind::DeviceLost);
-        assert_eq!(kind_of_hip_status(900), ErrorKind::CaptureUnsupported);
-        assert_eq!(kind_of_hip_status(907), ErrorKind::CaptureUnsupported);
-        assert_eq!(kind_of_hip_status(901), ErrorKind::CaptureInvalidated);
-        assert_eq!(kind_of_hip_status(904), ErrorKind::CaptureInvalidated);
-        assert_eq!(kind_of_hip_status(218), ErrorKind::Kernel);
-        assert_eq!(kind_of_hip_status(1), ErrorKind::InvalidValue);
-        assert_eq!(kind_of_hip_status(999), ErrorKind::Other);
-        assert_eq!(kind_of_hip_status(600), ErrorKind::Other);
+        assert_eq!(kind_of_hip_code(2), ErrorKind::OutOfMemory);
+        assert_eq!(kind_of_hip_code(100), ErrorKind::NotAvailable);
+        assert_eq!(kind_of_hip_code(35), ErrorKind::NotAvailable);
+        assert_eq!(kind_of_hip_code(700), ErrorKind::DeviceLost);
+        assert_eq!(kind_of_hip_code(719), ErrorKind::DeviceLost);
+        assert_eq!(kind_of_hip_code(900), ErrorKind::CaptureUnsupported);
+        assert_eq!(kind_of_hip_code(907), ErrorKind::CaptureUnsupported);
+        assert_eq!(kind_of_hip_code(901), ErrorKind::CaptureInvalidated);
+        assert_eq!(kind_of_hip_code(904), ErrorKind::CaptureInvalidated);
+        assert_eq!(kind_of_hip_code(218), ErrorKind::Kernel);
+        assert_eq!(kind_of_hip_code(1), ErrorKind::InvalidValue);
+        assert_eq!(kind_of_hip_code(999), ErrorKind::Other);
+        assert_eq!(kind_of_hip_code(600), ErrorKind::Other);
     }
 
     #[test]

@@ -43,7 +43,7 @@ mod shared;
 mod storage;
 mod stream;
 
-pub use error::{HipError, Origin, kind_of_hip_status};
+pub use error::{HipError, Origin, kind_of_hip_code};
 pub use event::HipEvent;
 pub use graph::HipGraph;
 pub use host_storage::{HOST_ALIGNMENT, HipHostStorage};

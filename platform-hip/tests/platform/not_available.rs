@@ -63,10 +63,10 @@ fn constructor_without_runtime_is_not_available() {
 fn error_kind_is_what_the_core_matches_on() {
     // The classification the core relies on, without a device.
     use streamcore::platform::ErrorKind;
-    use streamcore_hip::kind_of_hip_status;
-    assert_eq!(kind_of_hip_status(2), ErrorKind::OutOfMemory);
-    assert_eq!(kind_of_hip_status(900), ErrorKind::CaptureUnsupported);
-    assert_eq!(kind_of_hip_status(901), ErrorKind::CaptureInvalidated);
-    assert_eq!(kind_of_hip_status(100), ErrorKind::NotAvailable);
+    use streamcore_hip::kind_of_hip_code;
+    assert_eq!(kind_of_hip_code(2), ErrorKind::OutOfMemory);
+    assert_eq!(kind_of_hip_code(900), ErrorKind::CaptureUnsupported);
+    assert_eq!(kind_of_hip_code(901), ErrorKind::CaptureInvalidated);
+    assert_eq!(kind_of_hip_code(100), ErrorKind::NotAvailable);
     let _: fn(&streamcore_hip::HipError) -> ErrorKind = PlatformError::kind;
 }
