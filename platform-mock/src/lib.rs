@@ -27,6 +27,11 @@
 //! - **Fault injection** as a wrapper around any platform:
 //!   [`fault::FaultInjector`].
 //!
+//! - **A fuzzing harness** behind the `fuzzing` feature (off by default):
+//!   `fuzzing::{Program, Op, Driver}`, a model-based oracle checked after
+//!   every step, seed corpora and exhaustive small-scope exploration (see
+//!   `FUZZING.md` at the repository root).
+//!
 //! Nothing here sleeps or reads a clock: time is virtual, and every run is a
 //! function of the program, the config and the scheduler's choices.
 //!

@@ -219,3 +219,59 @@ fn failed_wait_after_an_uncached_info_upload_leaks_nothing() {
         ],
     });
 }
+
+/// Releasing a graph unpinned the slices its capture reserved at once, while
+/// replays of it were still queued: an info slice uploaded inside the
+/// capture (only the pin held it) went back to the pool, a new buffer got its
+/// bytes, and another stream's launch on that buffer raced the queued
+/// replay (found by `drop_queue` in its 10-minute run). Graph pins are now
+/// released through the drop queue, after the stream's next fence.
+#[test]
+fn releasing_a_graph_with_queued_replays_keeps_its_slices() {
+    // The fuzzer's input, minimized.
+    let launch = Op::Launch {
+        stream: 0,
+        kernel: fuzzing::Kernel::Incr,
+        a: 1,
+        b: 1,
+        out: 1,
+        k: 0,
+    };
+    run(Program {
+        config: Config {
+            streams: 2,
+            seed: 144,
+            flush: 92,
+        },
+        ops: vec![
+            Op::Alloc { stream: 0, size: 0 },
+            Op::Alloc { stream: 1, size: 0 },
+            Op::Alloc {
+                stream: 1,
+                size: 27,
+            },
+            Op::Alloc {
+                stream: 0,
+                size: 64,
+            },
+            Op::Read { stream: 0, buf: 1 },
+            Op::Prepare { stream: 0 },
+            Op::Begin { stream: 0 },
+            launch,
+            Op::End { stream: 0 },
+            Op::Replay { graph: 161 },
+            Op::DropGraph { graph: 134 },
+            Op::Alloc {
+                stream: 0,
+                size: 216,
+            },
+            Op::Alloc { stream: 0, size: 0 },
+            Op::Alloc { stream: 1, size: 2 },
+            Op::CrossUse {
+                stream: 211,
+                buf: 193,
+                k: 240,
+            },
+        ],
+    });
+}

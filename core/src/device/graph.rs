@@ -307,11 +307,10 @@ impl<P: Platform> Inner<P> {
             let _ = st.info.graph_release(CacheGraphId(gid.0), |(h, _)| {
                 evicted.push(Deferred::Device(h))
             });
-            for h in gs.pinned.drain(..) {
-                let _ = st.memory.unpin(h);
-            }
-            // The graph's replays may still be queued: staging bytes go
-            // through the drop queue like any other retired slice.
+            // The graph's replays may still be queued: its pins on device
+            // slices and its staging bytes go through the drop queue like
+            // any other retired slice.
+            evicted.extend(gs.pinned.drain(..).map(Deferred::Unpin));
             evicted.extend(gs.host.drain(..).map(Deferred::Host));
         })?;
         self.stats.graphs_released += 1;

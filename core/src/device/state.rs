@@ -31,6 +31,9 @@ pub(crate) enum Deferred {
     Device(SliceHandle),
     /// A slice of the pinned host staging pool.
     Host(SliceHandle),
+    /// A released graph's pin on a slice of the stream's device pools
+    /// (replays of the graph may still be queued).
+    Unpin(SliceHandle),
 }
 
 /// A buffer or staging slice recorded inside an open capture.
@@ -370,6 +373,7 @@ impl<P: Platform> Inner<P> {
             for item in scratch_deferred.drain(..) {
                 let freed = match item {
                     Deferred::Device(h) => st.memory.free(h).map_err(Error::from),
+                    Deferred::Unpin(h) => st.memory.unpin(h).map_err(Error::from),
                     Deferred::Host(h) => host.free(h).map_err(host_err::<P>),
                 };
                 if let Err(e) = freed {
