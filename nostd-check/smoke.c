@@ -7,10 +7,10 @@ uint32_t streamcore_nostd_smoke(void);
 void rust_eh_personality(void) {}
 int main(void) {
     uint32_t got = streamcore_nostd_smoke();
-    if (got != 2) {
-        fprintf(stderr, "no_std smoke returned %u, expected 2\n", got);
+    if (got != 3) {
+        fprintf(stderr, "no_std smoke returned %u, expected 3\n", got);
         return 1;
     }
-    puts("no_std smoke: ok (1 cross-stream wait planned, capture sealed)");
+    puts("no_std smoke: ok (wait planned, capture sealed, device API round trip on the null platform)");
     return 0;
 }

@@ -102,11 +102,10 @@ impl<E> From<StreamOutOfRange> for Error<E> {
 }
 
 impl<E> From<UnknownStream> for Error<E> {
-    fn from(e: UnknownStream) -> Self {
-        Error::Stream(StreamOutOfRange {
-            id: e.0,
-            capacity: 0,
-        })
+    /// The device checks stream ids against its pool first, so this only
+    /// happens for a bookkeeping table sized differently from the pool.
+    fn from(_: UnknownStream) -> Self {
+        Error::InvalidArgument("stream id outside the device's sync table")
     }
 }
 

@@ -26,6 +26,7 @@ pub mod failure;
 pub mod hash;
 pub mod info_cache;
 pub mod memory;
+pub mod null;
 pub mod platform;
 pub mod stream;
 

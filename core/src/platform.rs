@@ -230,7 +230,10 @@ pub trait Platform {
 
     /// Records an event after all work queued on `stream` so far. The event
     /// passes once that work has completed. While the stream is capturing the
-    /// event is captured too (it orders work inside the graph).
+    /// event is captured too (it orders work inside the graph); such an
+    /// event MAY be refused by `query`, `synchronize` and `wait` from outside
+    /// the capture (HIP-on-CUDA answers `InvalidValue`, the mock refuses), so
+    /// the core never uses it there.
     fn record(&self, stream: &mut Self::Stream) -> Result<Self::Event, Self::Error>;
 
     /// Makes all work queued on `stream` after this call wait until `event`

@@ -1,1 +1,78 @@
-//! The streamcore platform over real HIP (filled by the HIP work).
+//! # streamcore-hip
+//!
+//! The streamcore [`Platform`](streamcore::platform::Platform) over the real
+//! HIP runtime, through `cubecl-hip-sys` (which resolves every HIP symbol at
+//! run time from `libamdhip64.so` / `libhiprtc.so`, so this crate builds
+//! without ROCm installed).
+//!
+//! - [`HipPlatform`]: one device; [`HipPlatform::new`] fails with
+//!   [`ErrorKind::NotAvailable`](streamcore::platform::ErrorKind::NotAvailable)
+//!   when there is no runtime or no device.
+//! - [`HipStream`]: a non-blocking stream. [`HipEvent`]: an event with timing
+//!   disabled, destroyed exactly once on drop.
+//! - [`HipStorage`] (`hipMalloc`/`hipFree`) and [`HipHostStorage`]
+//!   (`hipHostMalloc`/`hipHostFree`): page ids are addresses; releases are
+//!   deferred to `flush`.
+//! - [`HipKernel`]: compiled with hiprtc, launched with
+//!   `hipModuleLaunchKernel`; the launch ABI (one device pointer per
+//!   binding, in order) is documented in [`kernel`].
+//! - [`HipGraph`]: stream capture, instantiated and replayed.
+//! - [`HipError`]: every HIP status is checked and becomes a typed error
+//!   carrying the call's name, the status and its `hipGetErrorName` text.
+//!
+//! Every `unsafe` block of the project lives in this crate and carries a
+//! `SAFETY:` note.
+//!
+//! ## Capture rule
+//! While any stream of a platform is capturing, a host synchronization
+//! through [`Platform::synchronize`](streamcore::platform::Platform::synchronize)
+//! fails with `CaptureUnsupported` and dooms every open capture, whose
+//! `end_capture` then fails with `CaptureInvalidated` — the driver's rule,
+//! applied deterministically whatever the event. Storage `flush` during a
+//! capture keeps its queue for the next flush.
+
+mod copy;
+mod error;
+mod event;
+mod graph;
+mod host_storage;
+pub mod kernel;
+mod platform;
+mod properties;
+mod shared;
+mod storage;
+mod stream;
+
+pub use error::{HipError, Origin, kind_of_hip_code};
+pub use event::HipEvent;
+pub use graph::HipGraph;
+pub use host_storage::{HOST_ALIGNMENT, HipHostStorage};
+pub use kernel::{HipKernel, MAX_BINDINGS};
+pub use platform::HipPlatform;
+pub use storage::{DEVICE_ALIGNMENT, HipStorage};
+pub use stream::HipStream;
+
+/// Whether the HIP runtime libraries can be loaded in this process.
+pub fn runtime_available() -> bool {
+    cubecl_hip_sys::is_available()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+
+    #[test]
+    fn handles_can_cross_threads() {
+        send_sync::<HipPlatform>();
+        send_sync::<HipEvent>();
+        send_sync::<HipKernel>();
+        send_sync::<HipGraph>();
+        send_sync::<HipError>();
+        send::<HipStream>();
+        send_sync::<HipStorage>();
+        send_sync::<HipHostStorage>();
+    }
+}

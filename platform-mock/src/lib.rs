@@ -61,6 +61,7 @@ mod kernel;
 mod log;
 mod memory;
 mod platform;
+pub mod replay;
 pub mod rng;
 pub mod schedule;
 mod storage;

@@ -73,20 +73,40 @@ pub trait Harness {
     fn finish(&self, device: &Device<Self::P>);
 }
 
-/// Runs `scenario` under `harness`, printing a visible line when it is skipped.
+/// Runs `scenario` under `harness`. A skipped scenario prints a `SKIPPED`
+/// line straight to the process's stderr, which the test harness does not
+/// capture, so it is visible in every run.
 pub fn run<H: Harness>(harness: &H, scenario: &str, f: impl FnOnce(&H) -> Result<(), Skip>) {
     match f(harness) {
         Ok(()) => {}
-        Err(skip) => println!("{} / {scenario}: {skip}", harness.name()),
+        Err(skip) => {
+            use std::io::Write;
+            let mut err = std::io::stderr();
+            let _ = writeln!(err, "{} / {scenario}: {skip}", harness.name());
+        }
     }
 }
 
-/// Instantiates every scenario of the suite as a `#[test]` for the harness
-/// built by `$make`.
+/// A scenario as a plain function, for custom runners.
+pub type Scenario<H> = fn(&H) -> Result<(), Skip>;
+
+/// Every scenario of the suite with its name, for runners that report
+/// skips themselves (the test harness can only say "ok").
+pub fn all<H: Harness>() -> Vec<(&'static str, Scenario<H>)> {
+    macro_rules! list {
+        ($($name:ident),* $(,)?) => {
+            vec![$((stringify!($name), crate::scenarios::$name::<H> as Scenario<H>)),*]
+        };
+    }
+    crate::for_each_scenario!(list)
+}
+
+/// Calls macro `$m` with the names of every scenario: the one list of the
+/// suite, used by [`all`] and [`scenario_suite!`].
 #[macro_export]
-macro_rules! scenario_suite {
-    ($make:expr) => {
-        $crate::scenario_suite!(@tests $make;
+macro_rules! for_each_scenario {
+    ($($m:ident)::+ $(, $arg:expr)?) => {
+        $($m)::+! { $($arg;)?
             upload_launch_chain_download,
             producer_consumer_waits_once,
             free_while_in_flight_is_not_reused,
@@ -96,9 +116,55 @@ macro_rules! scenario_suite {
             out_of_memory_then_recovery,
             install_pools_refused_while_in_use,
             info_cache_serves_repeated_launches,
-        );
+            capture_calls_out_of_order_are_rejected,
+            bad_input_is_a_typed_error,
+        }
     };
-    (@tests $make:expr; $($name:ident),* $(,)?) => {
+}
+
+/// Runs every scenario under `harness` in turn, printing one line each
+/// (`ok`, `FAILED`, `SKIPPED: why`) and the closing line
+/// `NAME: N passed, N failed, N skipped`. Returns whether none failed.
+pub fn run_all<H: Harness>(harness: &H) -> bool {
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    for (name, scenario) in all::<H>() {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scenario(harness)));
+        match outcome {
+            Ok(Ok(())) => {
+                passed += 1;
+                println!("scenario {name} ... ok");
+            }
+            Ok(Err(skip)) => {
+                skipped += 1;
+                println!("scenario {name} ... {skip}");
+            }
+            Err(_) => {
+                failed += 1;
+                println!("scenario {name} ... FAILED");
+            }
+        }
+    }
+    println!(
+        "{}: {passed} passed, {failed} failed, {skipped} skipped",
+        harness.name()
+    );
+    failed == 0
+}
+
+/// Instantiates every scenario of the suite as a `#[test]` for the harness
+/// built by `$make`.
+#[macro_export]
+macro_rules! scenario_suite {
+    ($make:expr) => {
+        $crate::for_each_scenario!($crate::scenario_tests, $make);
+    };
+}
+
+/// Emits one `#[test]` per scenario name for the harness `$make`
+/// (used by [`scenario_suite!`]).
+#[macro_export]
+macro_rules! scenario_tests {
+    ($make:expr; $($name:ident),* $(,)?) => {
         $(
             #[test]
             fn $name() {

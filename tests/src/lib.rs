@@ -8,6 +8,7 @@
 //! place: [`Harness::supports`].
 
 pub mod harness;
+pub mod hip;
 pub mod kernels;
 pub mod mock;
 pub mod scenarios;

@@ -357,7 +357,10 @@ pub fn out_of_memory_then_recovery<H: Harness>(h: &H) -> Result<(), Skip> {
 /// `install_pools` refuses while a buffer is live, and works once freed.
 pub fn install_pools_refused_while_in_use<H: Harness>(h: &H) -> Result<(), Skip> {
     let d = h.device(&Setup::streams(1))?;
+    let fill = load(&d, &kernels::FILL);
     let b = d.alloc(S0, 1 << 20).unwrap();
+    // A launch leaves a cached info buffer behind: the device's, not in use.
+    queued(d.launch(S0, fill, dims(1024), &[b.write()], &[1024, 1]));
     let layout = MemoryLayout::for_device(&d.properties());
     match d.install_pools(layout.clone()) {
         Err(Error::Memory(MemoryError::InUse { bytes })) => assert!(bytes >= 1 << 20),
@@ -389,5 +392,110 @@ pub fn info_cache_serves_repeated_launches<H: Harness>(h: &H) -> Result<(), Skip
     drop(a);
     d.sync_all().unwrap();
     h.finish(&d);
+    Ok(())
+}
+
+/// Capture calls out of order are rejected and change nothing; host syncs
+/// and reads are refused while recording; abort closes the window; an
+/// upload inside a warmed-up window needs no new memory.
+pub fn capture_calls_out_of_order_are_rejected<H: Harness>(h: &H) -> Result<(), Skip> {
+    use streamcore::stream::Phase;
+    let d = h.device(&Setup::streams(1))?;
+    let scale = load(&d, &kernels::SCALE);
+    let n = 64usize;
+    let x = d.upload(S0, &bytes(&vec![2; n])).unwrap();
+    let y = d.alloc(S0, 4 * n as u64).unwrap();
+    let not_prepared = d.begin_capture(S0).unwrap_err();
+    assert!(
+        matches!(not_prepared, Error::Capture(CaptureError::NotPrepared)),
+        "{not_prepared:?}"
+    );
+    let not_capturing = d.end_capture(S0).unwrap_err();
+    assert!(
+        matches!(
+            not_capturing,
+            Error::Capture(CaptureError::NotCapturing {
+                phase: Phase::NoCapture
+            })
+        ),
+        "{not_capturing:?}"
+    );
+    assert_eq!(d.capture_phase(S0), Phase::NoCapture);
+    d.prepare(S0).unwrap();
+    let twice = d.prepare(S0).unwrap_err();
+    assert!(
+        matches!(twice, Error::Capture(CaptureError::AlreadyOpen { .. })),
+        "{twice:?}"
+    );
+    assert_eq!(d.capture_phase(S0), Phase::Prepare);
+    d.write(S0, &x, &bytes(&vec![3; n])).unwrap();
+    queued(d.launch(S0, scale, dims(n), &[x.read(), y.write()], &[n as u64, 2]));
+    d.begin_capture(S0).unwrap();
+    assert_eq!(d.capture_phase(S0), Phase::Capture);
+    assert!(matches!(d.sync(S0), Err(Error::NotWhileCapturing { .. })));
+    assert!(matches!(
+        d.read(S0, &y),
+        Err(Error::NotWhileCapturing { .. })
+    ));
+    d.write(S0, &x, &bytes(&vec![3; n])).unwrap();
+    queued(d.launch(S0, scale, dims(n), &[x.read(), y.write()], &[n as u64, 2]));
+    d.abort_capture(S0).unwrap();
+    assert_eq!(d.capture_phase(S0), Phase::NoCapture);
+    let nothing = d.abort_capture(S0).unwrap_err();
+    assert!(
+        matches!(nothing, Error::Capture(CaptureError::NothingToAbort)),
+        "{nothing:?}"
+    );
+    // The stream is usable and the warm-up's eager work landed.
+    assert_eq!(read_words(&d, S0, &y), vec![6; n]);
+    drop((x, y));
+    d.sync_all().unwrap();
+    assert_eq!(d.census().buffers, 0);
+    h.finish(&d);
+    Ok(())
+}
+
+/// Bad input is a typed error, never a panic: unknown stream, zero-size or
+/// absurd allocation, a write of the wrong length, a buffer of another
+/// device, a kernel that was never loaded.
+pub fn bad_input_is_a_typed_error<H: Harness>(h: &H) -> Result<(), Skip> {
+    let d = h.device(&Setup::streams(1))?;
+    let other = h.device(&Setup::streams(1))?;
+    let fill = load(&d, &kernels::FILL);
+    let far = StreamId(7);
+    assert!(matches!(d.alloc(far, 64), Err(Error::Stream(_))));
+    assert!(matches!(d.sync(far), Err(Error::Stream(_))));
+    assert!(matches!(
+        d.alloc(S0, 0),
+        Err(Error::Memory(MemoryError::InvalidSize { size: 0 }))
+    ));
+    assert!(matches!(
+        d.alloc(S0, u64::MAX),
+        Err(Error::Memory(MemoryError::InvalidSize { .. }))
+    ));
+    let b = d.alloc(S0, 64).unwrap();
+    assert!(matches!(
+        d.write(S0, &b, &[1, 2, 3]),
+        Err(Error::InvalidArgument(_))
+    ));
+    let foreign = other.alloc(S0, 64).unwrap();
+    assert!(matches!(d.read(S0, &foreign), Err(Error::StaleBuffer(_))));
+    assert!(matches!(
+        d.launch(S0, fill, dims(16), &[foreign.write()], &[16, 1]),
+        Err(Error::StaleBuffer(_))
+    ));
+    let unknown = KernelId(99);
+    assert!(matches!(
+        d.launch(S0, unknown, dims(16), &[b.write()], &[16, 1]),
+        Err(Error::UnknownKernel(_))
+    ));
+    // Nothing above disturbed the device.
+    queued(d.launch(S0, fill, dims(16), &[b.write()], &[16, 4]));
+    assert_eq!(read_words(&d, S0, &b), vec![4; 16]);
+    drop((b, foreign));
+    d.sync_all().unwrap();
+    other.sync_all().unwrap();
+    h.finish(&d);
+    h.finish(&other);
     Ok(())
 }

@@ -175,6 +175,17 @@ impl<H: Copy> BufferTable<H> {
             .ok_or(StaleBuffer(id))
     }
 
+    /// Bytes of the live buffers that have memory (O(slots): for rare
+    /// checks such as `install_pools`).
+    pub fn placed_bytes(&self) -> u64 {
+        self.entries
+            .iter()
+            .filter_map(|e| e.slot.as_ref())
+            .filter(|s| matches!(s.location, Location::Placed { .. }))
+            .map(|s| s.size)
+            .sum()
+    }
+
     /// Removes a buffer, returning what it was. The id becomes stale.
     pub fn remove(&mut self, id: BufferId) -> Result<BufferSlot<H>, StaleBuffer> {
         let e = self
@@ -191,22 +202,6 @@ impl<H: Copy> BufferTable<H> {
         // stays with the slot for reuse.
         slot.last_use = Vec::new();
         Ok(slot)
-    }
-
-    /// Every live buffer (only tests walk the table).
-    #[cfg(test)]
-    pub fn iter(&self) -> impl Iterator<Item = (BufferId, &BufferSlot<H>)> {
-        self.entries.iter().enumerate().filter_map(|(i, e)| {
-            e.slot.as_ref().map(|s| {
-                (
-                    BufferId {
-                        index: i as u32,
-                        generation: e.generation,
-                    },
-                    s,
-                )
-            })
-        })
     }
 }
 
@@ -239,6 +234,6 @@ mod tests {
         assert_ne!(a.as_u64(), b.as_u64());
         assert_eq!(t.get(b).unwrap().owner, StreamId(1));
         assert_eq!(t.get(b).unwrap().last_use, [0, 0]);
-        assert_eq!(t.iter().count(), 1);
+        assert_eq!(t.live(), 1);
     }
 }

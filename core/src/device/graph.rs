@@ -34,11 +34,23 @@ impl<P: Platform> Inner<P> {
     /// frees are flushed, and the platform starts recording.
     pub(crate) fn begin_capture(&mut self, sid: StreamId) -> Res<(), P> {
         self.process_releases()?;
+        // Out-of-order calls are rejected before anything changes.
+        if self.stream(sid)?.capture.phase() != crate::stream::Phase::Prepare {
+            let mut probe = self.stream(sid)?.capture;
+            probe.begin()?;
+        }
+        // Settle the stream before recording: once recording, no fence can be
+        // recorded or waited on, so staging slices still behind a fence could
+        // not be reused inside the window (an upload there would then need
+        // fresh pinned memory, which invalidates a driver capture).
+        if self.recording == 0 {
+            self.sync_stream(sid)?;
+        } else {
+            self.flush(sid)?;
+        }
         let st = self.stream(sid)?;
         st.capture.begin()?;
         st.memory.begin_capture()?;
-        // Fence what is staged now: once recording, no fence can be recorded.
-        self.flush(sid)?;
         let cursor = self.sync.cursor(sid)?;
         self.with_stream(sid, |platform, st, evicted| -> Res<(), P> {
             // What other streams wait on for this stream's earlier writes

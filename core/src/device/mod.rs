@@ -295,6 +295,7 @@ impl<P: Platform> Device<P> {
     /// Waits for everything queued on `stream`, then releases its deferred frees.
     pub fn sync(&self, stream: StreamId) -> Result<(), Error<P::Error>> {
         let mut inner = self.inner.lock();
+        inner.streams.check(stream)?;
         inner.process_releases()?;
         inner.sync_stream(stream)
     }
@@ -303,13 +304,21 @@ impl<P: Platform> Device<P> {
     /// released (nothing stays pinned by a completed use).
     pub fn sync_all(&self) -> Result<(), Error<P::Error>> {
         let mut inner = self.inner.lock();
-        // Two rounds: frees released by one stream's sync can stage frees on
-        // another stream's queue (cross-stream pins).
+        // Up to three rounds: frees released by one stream's sync can stage
+        // frees on another stream's queue (cross-stream pins).
         for _ in 0..3 {
             inner.process_releases()?;
-            let ids: Vec<StreamId> = inner.streams.iter().map(|(id, _)| id).collect();
-            for id in ids {
-                inner.sync_stream(id)?;
+            for s in 0..inner.streams.capacity() {
+                let id = StreamId(s as u16);
+                if inner.streams.get(id).is_some() {
+                    inner.sync_stream(id)?;
+                }
+            }
+            let settled = inner.pins.total() == 0
+                && inner.streams.iter().all(|(_, s)| s.drops.is_empty())
+                && inner.releases.lock().buffers.is_empty();
+            if settled {
+                break;
             }
         }
         Ok(())
@@ -321,14 +330,10 @@ impl<P: Platform> Device<P> {
         let mut inner = self.inner.lock();
         inner.process_releases()?;
         inner.fence_pinned_streams()?;
-        let ids: Vec<StreamId> = inner.streams.iter().map(|(id, _)| id).collect();
         let mut n = 0;
-        for id in ids {
-            if !inner
-                .streams
-                .get(id)
-                .is_some_and(|s| s.capture.is_recording())
-            {
+        for s in 0..inner.streams.capacity() {
+            let id = StreamId(s as u16);
+            if inner.streams.get(id).is_some() {
                 n += inner.reclaim(id)?;
             }
         }
@@ -356,24 +361,50 @@ impl<P: Platform> Device<P> {
         Ok(())
     }
 
-    /// Swaps the pool layout for streams created afterwards and for every
-    /// existing stream whose pools hold nothing live. Refuses, changing
-    /// nothing, while any stream still holds live bytes (the error names them).
+    /// Swaps the pool layout of every stream and of streams created
+    /// afterwards. Refuses, changing nothing, while a capture window is open
+    /// or the caller holds live buffers (the error gives their bytes).
+    /// Otherwise cached info buffers no graph pins are released (waiting for
+    /// their fences), and the swap is refused only if memory is still held by
+    /// live graphs (the error gives the bytes); the layout is then unchanged
+    /// everywhere.
     pub fn install_pools(&self, layout: MemoryLayout) -> Result<(), Error<P::Error>> {
         let mut inner = self.inner.lock();
         inner.process_releases()?;
-        for (_, st) in inner.streams.iter() {
-            let in_use = st.memory.report().total().in_use;
-            if in_use > 0 {
-                return Err(Error::Memory(crate::memory::MemoryError::InUse {
-                    bytes: in_use,
-                }));
+        if inner.streams.iter().any(|(_, st)| st.capture.is_open()) {
+            return Err(Error::NotWhileCapturing {
+                op: "install_pools",
+            });
+        }
+        // The caller's live buffers: refuse before touching anything.
+        let held = inner.buffers.placed_bytes();
+        if held > 0 {
+            return Err(Error::Memory(crate::memory::MemoryError::InUse {
+                bytes: held,
+            }));
+        }
+        // Cached info buffers are the device's, not the caller's: drop the
+        // unpinned ones and wait for every deferred free, so only what the
+        // caller (or a live graph) holds counts as in use.
+        for s in 0..inner.streams.capacity() {
+            let id = StreamId(s as u16);
+            if inner.streams.get(id).is_some() {
+                inner.with_stream(id, |_, st, evicted| {
+                    st.info
+                        .clear_unpinned(|(h, _)| evicted.push(state::Deferred::Device(h)));
+                })?;
+                inner.sync_stream(id)?;
             }
-            if st.capture.is_open() {
-                return Err(Error::NotWhileCapturing {
-                    op: "install_pools",
-                });
-            }
+        }
+        let in_use: u64 = inner
+            .streams
+            .iter()
+            .map(|(_, st)| st.memory.report().total().in_use)
+            .sum();
+        if in_use > 0 {
+            return Err(Error::Memory(crate::memory::MemoryError::InUse {
+                bytes: in_use,
+            }));
         }
         for (_, st) in inner.streams.iter_mut() {
             st.memory.install(layout.clone())?;

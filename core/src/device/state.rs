@@ -298,10 +298,11 @@ impl<P: Platform> Inner<P> {
             .drops
             .flush_with(|| platform.record(stream).map(|event| Fence { cursor, event }));
         match flushed {
-            Ok(_) => {
+            Ok(crate::drop_queue::Flushed::Sealed { .. }) => {
                 self.stats.events_recorded += 1;
                 Ok(())
             }
+            Ok(_) => Ok(()),
             Err(crate::drop_queue::DropQueueError::Fence(e)) => Err(Error::platform("record", e)),
             Err(_) => Err(Error::InvalidArgument("drop queue refused the flush")),
         }
@@ -315,16 +316,14 @@ impl<P: Platform> Inner<P> {
         let Self {
             platform,
             streams,
-            sync,
             scratch_deferred,
-            host,
             ..
         } = self;
         let Some(st) = streams.get_mut(sid) else {
             return Ok(0);
         };
         let mut done = 0;
-        let r = st.drops.reclaim(
+        let polled = st.drops.reclaim(
             |f| {
                 let passed = platform.query(&f.event)?;
                 if passed {
@@ -334,37 +333,61 @@ impl<P: Platform> Inner<P> {
             },
             |item| scratch_deferred.push(item),
         );
-        if let Some(p) = &st.progress {
-            if platform
+        let progress = match &st.progress {
+            Some(p) => platform
                 .query(&p.event)
-                .map_err(|e| Error::platform("query", e))?
-            {
-                done = done.max(p.cursor);
+                .map(|passed| passed.then_some(p.cursor)),
+            None => Ok(None),
+        };
+        let released = self.release_deferred(sid, done);
+        if let Ok(Some(c)) = progress {
+            if let Some(st) = self.streams.get_mut(sid) {
                 st.progress = None;
             }
+            self.sync.completed(sid, c)?;
+            self.release_pins(sid)?;
         }
+        match polled {
+            Err(crate::drop_queue::DropQueueError::Fence(e)) => Err(Error::platform("query", e)),
+            _ => match progress {
+                Err(e) => Err(Error::platform("query", e)),
+                Ok(_) => released,
+            },
+        }
+    }
+
+    /// Frees every item in `scratch_deferred` (released by `sid`'s drop
+    /// queue), notes that `sid` completed `done`, and releases the
+    /// cross-stream pins that completes. Every item is freed even when one
+    /// fails; the first error is returned.
+    fn release_deferred(&mut self, sid: StreamId, done: Cursor) -> Res<usize, P> {
+        let Self {
+            streams,
+            scratch_deferred,
+            host,
+            ..
+        } = self;
         let n = scratch_deferred.len();
-        for item in scratch_deferred.drain(..) {
-            match item {
-                Deferred::Device(h) => st.memory.free(h)?,
-                Deferred::Unpin(h) => st.memory.unpin(h)?,
-                Deferred::Host(h) => host.free(h).map_err(host_err::<P>)?,
+        let mut result = Ok(n);
+        if let Some(st) = streams.get_mut(sid) {
+            for item in scratch_deferred.drain(..) {
+                let freed = match item {
+                    Deferred::Device(h) => st.memory.free(h).map_err(Error::from),
+                    Deferred::Unpin(h) => st.memory.unpin(h).map_err(Error::from),
+                    Deferred::Host(h) => host.free(h).map_err(host_err::<P>),
+                };
+                if let Err(e) = freed {
+                    result = result.and(Err(e));
+                }
             }
         }
-        sync.completed(sid, done)?;
-        match r {
-            Ok(_) => {}
-            Err(crate::drop_queue::DropQueueError::Fence(e)) => {
-                return Err(Error::platform("query", e));
-            }
-            Err(_) => {}
-        }
+        self.sync.completed(sid, done)?;
         self.release_pins(sid)?;
-        Ok(n)
+        result
     }
 
     /// Blocks until everything queued on `sid` has completed, then releases
-    /// its deferred drops.
+    /// all of its deferred drops.
     pub(crate) fn sync_stream(&mut self, sid: StreamId) -> Res<(), P> {
         if self.recording > 0 {
             return Err(Error::NotWhileCapturing { op: "sync" });
@@ -382,10 +405,25 @@ impl<P: Platform> Inner<P> {
             .synchronize(&event)
             .map_err(|e| Error::platform("synchronize", e))?;
         self.stats.host_syncs += 1;
-        self.sync.completed(sid, cursor)?;
-        // Everything up to `cursor` is done: every pending fence has passed.
+        // Every drop staged or pending on `sid` waits for work up to
+        // `cursor`, which has completed: release them all without polling.
         self.flush(sid)?;
-        self.reclaim(sid)?;
+        let Self {
+            streams,
+            scratch_deferred,
+            ..
+        } = self;
+        if let Some(st) = streams.get_mut(sid) {
+            st.progress = None;
+            let drained = st.drops.drain(
+                |_| Ok::<(), core::convert::Infallible>(()),
+                |item| scratch_deferred.push(item),
+            );
+            if let Err(crate::drop_queue::DropQueueError::Recording) = drained {
+                return Err(Error::NotWhileCapturing { op: "sync" });
+            }
+        }
+        self.release_deferred(sid, cursor)?;
         Ok(())
     }
 

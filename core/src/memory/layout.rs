@@ -119,11 +119,20 @@ impl PoolSpec {
 pub struct MemoryPolicy {
     /// Trim before grow: when a reserve must take new storage and the bytes
     /// held (pages, plus pages released but not yet flushed) would pass the
-    /// highest figure held so far, idle pages are released (oldest idle
-    /// first) and the storage flushed before allocating, until the new page
-    /// fits under that figure or nothing idle is left. Memory held then only
-    /// grows when live data needs it. Never while a capture window is open.
+    /// limit (the most ever held, or the peak of live bytes plus the
+    /// headroom below, whichever is larger), idle pages are released (oldest
+    /// idle first) and the storage flushed before allocating, until the new
+    /// page fits under the limit or nothing idle is left. Memory held then
+    /// only grows when live data needs it (idle pages of an earlier phase
+    /// that the new sizes cannot use go back first; PyTorch's
+    /// `garbage_collection_threshold` is a cousin). Never while a capture
+    /// window is open.
     pub trim_before_grow: bool,
+    /// Headroom of trimming: the bytes held may also grow up to the peak of
+    /// live bytes plus `peak >> trim_headroom_shift` before idle pages are
+    /// released (idle pages within it stay cached for reuse, saving storage
+    /// calls). 64 means no headroom: only the most ever held.
+    pub trim_headroom_shift: u32,
     /// Periodic release: an idle page that stayed idle for this many
     /// reserves is released (checked every `period` reserves, so a page goes
     /// after one to two periods). `None` turns it off. Never while a capture
@@ -134,6 +143,12 @@ pub struct MemoryPolicy {
     /// looser page stays idle (and is what trimming releases first). 64 means
     /// exact fits only.
     pub fit_slack_shift: u32,
+    /// Exclusive and dedicated pages are sized to their request rounded up
+    /// to a multiple of `2^(log2(size) - page_rounding_shift)` bytes (at
+    /// most `1/2^shift` more), so requests of nearby sizes (a cache growing
+    /// a little every step) share page sizes and reuse idle pages instead of
+    /// asking the storage each time. 64 means exact sizes (alignment only).
+    pub page_rounding_shift: u32,
     /// Serve every request from the persistent pool, whatever the mode the
     /// caller sets (as a pinned-host staging pool does).
     pub force_persistent: bool,
@@ -145,8 +160,10 @@ impl Default for MemoryPolicy {
     fn default() -> Self {
         Self {
             trim_before_grow: true,
+            trim_headroom_shift: 64,
             release_idle_after: None,
             fit_slack_shift: 5,
+            page_rounding_shift: 5,
             force_persistent: false,
             max_pages: 1 << 20,
         }

@@ -25,7 +25,7 @@ const PIN: u8 = 4;
 enum Engine {
     Sliced(Box<SlicedEngine>),
     /// Exclusive, persistent and dedicated: idle pages by (size, page).
-    Pages(SizeIndex),
+    Pages(Box<SizeIndex>),
 }
 
 #[derive(Debug)]
@@ -44,7 +44,7 @@ impl Pool {
             PoolKind::Small | PoolKind::Sliced => {
                 Engine::Sliced(Box::new(SlicedEngine::new(align)))
             }
-            _ => Engine::Pages(SizeIndex::new()),
+            _ => Engine::Pages(Box::new(SizeIndex::new(align))),
         };
         Self {
             kind,
@@ -106,6 +106,16 @@ const fn round_up(v: u64, align: u64) -> u64 {
     (v + align - 1) & !(align - 1)
 }
 
+/// Rounds `v` up to a multiple of `2^(log2(v) - shift)` (and of `align`).
+fn round_class(v: u64, shift: u32, align: u64) -> u64 {
+    let log = 63 - v.leading_zeros();
+    if shift >= 64 || log <= shift {
+        return v;
+    }
+    let step = (1u64 << (log - shift)).max(align);
+    round_up(v, step)
+}
+
 /// The memory manager of one stream.
 ///
 /// It carves pages from a [`Storage`] into slices through the pools of a
@@ -138,6 +148,9 @@ pub struct MemoryManager<S: Storage> {
     reserved: u64,
     pending: u64,
     high_water: u64,
+    /// Bytes requested by live slices, and their peak.
+    live: u64,
+    peak_live: u64,
     reserves: u64,
     next_periodic: u64,
     capture: CaptureState,
@@ -167,6 +180,8 @@ impl<S: Storage> MemoryManager<S> {
             reserved: 0,
             pending: 0,
             high_water: 0,
+            live: 0,
+            peak_live: 0,
             reserves: 0,
             next_periodic: 0,
             capture: CaptureState::new(),
@@ -345,6 +360,8 @@ impl<S: Storage> MemoryManager<S> {
         let held = if block == NIL { p.size } else { rounded };
         let stats = &mut self.pools[pool].stats;
         stats.in_use += size;
+        self.live += size;
+        self.peak_live = self.peak_live.max(self.live);
         stats.padding += held - size;
         stats.slices += 1;
         let range = DeviceRange {
@@ -390,6 +407,8 @@ impl<S: Storage> MemoryManager<S> {
     /// Carves from what the pool holds: (page, block, offset).
     fn take(&mut self, pool: usize, rounded: u64) -> Option<(u32, u32, u64)> {
         let slack_shift = self.layout.policy().fit_slack_shift;
+        let rounding_shift = self.layout.policy().page_rounding_shift;
+        let align = self.align;
         let p = &mut self.pools[pool];
         let (page, block, offset) = match &mut p.engine {
             Engine::Sliced(e) => {
@@ -397,16 +416,14 @@ impl<S: Storage> MemoryManager<S> {
                 (c.page, c.block, c.offset)
             }
             Engine::Pages(index) => {
-                let (size, page) = index.lower_bound(rounded)?;
                 let slack = if slack_shift >= 64 {
                     0
                 } else {
                     rounded >> slack_shift
                 };
-                if size - rounded > slack {
-                    return None;
-                }
-                index.remove(size, page);
+                let class = round_class(rounded, rounding_shift, align);
+                let (_, page) = index.find(class, class.max(rounded + slack))?;
+                index.remove(page);
                 (page, NIL, 0)
             }
         };
@@ -458,6 +475,7 @@ impl<S: Storage> MemoryManager<S> {
         let pool = s.pool as usize;
         let stats = &mut self.pools[pool].stats;
         stats.in_use -= s.range.len;
+        self.live -= s.range.len;
         stats.padding -= s.held - s.range.len;
         stats.slices -= 1;
         let now = self.reserves;
@@ -540,7 +558,7 @@ impl<S: Storage> MemoryManager<S> {
         match &mut pool.engine {
             Engine::Sliced(e) => e.remove_page(page.first_block),
             Engine::Pages(index) => {
-                index.remove(page.size, i);
+                index.remove(i);
             }
         }
         pool.stats.pages -= 1;
@@ -631,6 +649,18 @@ impl<S: Storage> MemoryManager<S> {
         Ok(())
     }
 
+    /// What trimming keeps the bytes held under: the most ever held, or the
+    /// peak of live bytes plus the policy's headroom, whichever is larger.
+    fn trim_limit(&self) -> u64 {
+        let shift = self.layout.policy().trim_headroom_shift;
+        let headroom = if shift >= 64 {
+            0
+        } else {
+            self.peak_live >> shift
+        };
+        self.high_water.max(self.peak_live + headroom)
+    }
+
     fn over_cap(&self, pool: usize, bytes: u64) -> Option<u64> {
         let p = &self.pools[pool];
         p.cap.filter(|&cap| p.stats.reserved + bytes > cap)
@@ -640,7 +670,11 @@ impl<S: Storage> MemoryManager<S> {
     fn grow(&mut self, pool: usize, rounded: u64) -> Result<u32, MemoryError<S::Error>> {
         let bytes = match self.pools[pool].engine {
             Engine::Sliced(_) => self.pools[pool].page_size,
-            Engine::Pages(_) => rounded,
+            Engine::Pages(_) => round_class(
+                rounded,
+                self.layout.policy().page_rounding_shift,
+                self.align,
+            ),
         };
         if self.capture.is_recording() {
             return Err(MemoryError::AllocationInCapture { bytes });
@@ -648,8 +682,9 @@ impl<S: Storage> MemoryManager<S> {
         let open = self.capture.is_open();
         let policy = *self.layout.policy();
         if !open {
-            if policy.trim_before_grow && self.reserved + self.pending + bytes > self.high_water {
-                while self.reserved + bytes > self.high_water && self.lru_head != NIL {
+            let limit = self.trim_limit();
+            if policy.trim_before_grow && self.reserved + self.pending + bytes > limit {
+                while self.reserved + bytes > limit && self.lru_head != NIL {
                     self.release_page(self.lru_head);
                 }
             }
@@ -668,8 +703,7 @@ impl<S: Storage> MemoryManager<S> {
                 self.release_page(self.lru_head);
             }
             if self.pending > 0
-                && (self.reserved + self.pending + bytes > self.high_water
-                    || !policy.trim_before_grow)
+                && (self.reserved + self.pending + bytes > limit || !policy.trim_before_grow)
             {
                 self.flush()?;
             }

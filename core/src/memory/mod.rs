@@ -15,9 +15,59 @@
 //!   free), and a **persistent** pool for persistent mode.
 //!
 //! Policies (all in [`MemoryPolicy`]): trim before grow (idle pages go back
-//! before the manager would hold more than it ever held), periodic release
-//! of long-idle pages, explicit cleanup, OOM retry after releasing idle
-//! pages. Nothing is released while a capture window is open.
+//! before the manager would hold more than it ever held), page rounding (a
+//! 1/32 size class, so nearby sizes share pages), periodic release of
+//! long-idle pages, explicit cleanup, OOM retry after releasing idle pages.
+//! Nothing is released while a capture window is open.
+//!
+//! ```
+//! use streamcore::memory::{MemoryError, MemoryLayout, MemoryManager};
+//! use streamcore::platform::{DeviceProperties, ErrorKind, PageId, PlatformError, Storage};
+//!
+//! #[derive(Debug)]
+//! struct Exhausted;
+//! impl core::fmt::Display for Exhausted {
+//!     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+//!         f.write_str("exhausted")
+//!     }
+//! }
+//! impl PlatformError for Exhausted {
+//!     fn kind(&self) -> ErrorKind { ErrorKind::OutOfMemory }
+//! }
+//! /// A storage of at most 64 MiB that only counts.
+//! struct Counted { held: u64, next: u64 }
+//! impl Storage for Counted {
+//!     type Error = Exhausted;
+//!     fn alignment(&self) -> u64 { 256 }
+//!     fn alloc(&mut self, size: u64) -> Result<PageId, Exhausted> {
+//!         if self.held + size > 64 << 20 { return Err(Exhausted); }
+//!         self.held += size;
+//!         self.next += 1;
+//!         Ok(PageId(self.next))
+//!     }
+//!     fn dealloc(&mut self, _: PageId) {}
+//!     fn flush(&mut self) -> Result<(), Exhausted> { Ok(()) }
+//! }
+//!
+//! let props = DeviceProperties {
+//!     total_memory: 64 << 20,
+//!     max_page_size: 16 << 20,
+//!     alignment: 256,
+//!     integrated: false,
+//! };
+//! let mut m = MemoryManager::new(Counted { held: 0, next: 0 }, MemoryLayout::for_device(&props));
+//! let (h, range) = m.reserve(1000)?;
+//! assert_eq!((range.len, range.offset % 256), (1000, 0));
+//! m.set_cursor(h, 42)?;
+//! m.free(h)?;
+//! assert!(matches!(m.free(h), Err(MemoryError::StaleHandle(_))));
+//! match m.reserve(100 << 20) {
+//!     Err(MemoryError::OutOfMemory { requested, .. }) => assert_eq!(requested, 100 << 20),
+//!     other => panic!("{other:?}"),
+//! }
+//! println!("{}", m.report());
+//! # Ok::<(), MemoryError<Exhausted>>(())
+//! ```
 
 mod error;
 mod handle;

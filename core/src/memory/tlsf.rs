@@ -18,8 +18,8 @@ use alloc::vec::Vec;
 pub(crate) const NIL: u32 = u32::MAX;
 
 const SL_BITS: u32 = 5;
-const SL: usize = 1 << SL_BITS;
-const FL: usize = 64;
+pub(crate) const SL: usize = 1 << SL_BITS;
+pub(crate) const FL: usize = 64;
 
 #[derive(Clone, Copy, Debug)]
 struct Block {
@@ -54,8 +54,9 @@ pub(crate) struct SlicedEngine {
     heads: [[u32; SL]; FL],
 }
 
+/// The class (first level, second level) of a size in alignment units.
 #[inline]
-fn mapping(units: u64) -> (usize, usize) {
+pub(crate) fn mapping(units: u64) -> (usize, usize) {
     if units < SL as u64 {
         (0, units as usize)
     } else {

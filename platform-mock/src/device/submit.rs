@@ -112,15 +112,11 @@ impl State {
         let agent = Agent::Stream(s as u32);
         let st = &mut self.streams[s];
         st.clock.join(&self.host_clock);
-        match &cmd {
-            Command::Wait { event } => {
-                if let Some(e) = self.events.get_mut(event) {
-                    st.clock.join(&e.clock);
-                    e.waiters += 1;
-                }
+        if let Command::Wait { event } = &cmd {
+            if let Some(e) = self.events.get_mut(event) {
+                st.clock.join(&e.clock);
+                e.waiters += 1;
             }
-            Command::Record { .. } => {}
-            _ => {}
         }
         let epoch = st.clock.tick(agent);
         if let Command::Record { event } = &cmd {

@@ -16,7 +16,7 @@
 //! - **failing events and copies** (record, wait, query, synchronize, the
 //!   three copies): the call reports the error and does nothing;
 //! - **device loss** ([`Effect::LoseDevice`]): that call and every later one
-//!   fails with [`ErrorKind::DeviceLost`] (`dealloc`, which cannot fail, is
+//!   fails with [`ErrorKind::DeviceLost`](streamcore::platform::ErrorKind::DeviceLost) (`dealloc`, which cannot fail, is
 //!   dropped); [`FaultInjector::lose_device`] does it by hand.
 //!
 //! A call counts once for every rule whose site it matches (a launch of

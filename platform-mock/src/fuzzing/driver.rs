@@ -811,6 +811,7 @@ impl Driver {
                         ops: st.window.clone(),
                         uses,
                         info_pins: pins,
+                        info_words: st.info.clone(),
                         handle: true,
                     }));
                     self.graphs.push((self.model.graphs.len() - 1, g));
@@ -920,6 +921,20 @@ impl Driver {
             .iter()
             .any(|s| s.phase != Phase::NoCapture);
         let placed = self.model.live_bufs().any(|(_, b)| !b.unplaced);
+        if !open && !placed {
+            // The device drops every info entry no live graph pins.
+            for s in 0..self.model.streams.len() {
+                let pinned: BTreeSet<u8> = self
+                    .model
+                    .graphs
+                    .iter()
+                    .flatten()
+                    .filter(|g| g.stream == s)
+                    .flat_map(|g| g.info_words.iter().copied())
+                    .collect();
+                self.model.streams[s].cached = pinned;
+            }
+        }
         match self.device.install_pools(layout) {
             Ok(()) if !open && !placed => Ok(Outcome::Done),
             Err(Error::Memory(MemoryError::InUse { bytes })) if bytes > 0 => Ok(Outcome::Refused),

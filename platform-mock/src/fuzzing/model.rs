@@ -125,6 +125,8 @@ pub struct MGraph {
     pub uses: Vec<(BufId, Access)>,
     /// Info-cache entries it pins.
     pub info_pins: usize,
+    /// The info words of those entries.
+    pub info_words: BTreeSet<u8>,
     /// Whether the harness holds its handle.
     pub handle: bool,
 }

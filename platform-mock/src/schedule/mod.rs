@@ -10,9 +10,10 @@
 //! in increasing stream id order: `ready[0], ready[1], …`.
 //!
 //! - An **opportunistic** point ([`ChoicePoint::may_stop`] is `true`) happens
-//!   at the start of every platform call that touches the device (record,
-//!   wait, query, copies, launches, graph calls, capture calls, pinned host
-//!   reads and writes). Option `0` means "run nothing more now, let the host
+//!   at the start of every call that queues work on a stream that is not
+//!   capturing (record, wait, copies, launches, graph launches), of `query`,
+//!   of `begin_capture`, and of every pinned host read or write (and
+//!   [`MockPlatform::poke`](crate::MockPlatform::poke)). Option `0` means "run nothing more now, let the host
 //!   call proceed"; option `i >= 1` means "complete the head command of
 //!   stream `ready[i - 1]`", after which another opportunistic point follows.
 //!   The device stops asking once nothing is ready.

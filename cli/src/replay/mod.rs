@@ -1,0 +1,414 @@
+//! `streamcore replay TRACE...`: allocation traces through streamcore's
+//! memory managers on the mock platform's counting storages, with the
+//! recorder's own figures beside ours.
+
+mod layout;
+mod output;
+mod plot;
+mod progress;
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use streamcore::platform::DeviceProperties;
+use streamcore_mock::replay::{
+    Accounting, ReplayError, ReplayOptions, Sample, StreamcoreTarget, Trace, TraceError, replay,
+};
+
+use layout::{ChosenLayout, LayoutArgError};
+use output::Outcome;
+use progress::Progress;
+
+/// The device the bundled traces were recorded on (an H200): 141 GB.
+pub const TOTAL_MEMORY: u64 = 141_000_000_000;
+/// Its allocation alignment.
+pub const ALIGNMENT: u64 = 256;
+/// The largest page: a quarter of the device (as CubeCL's CUDA/HIP
+/// runtimes cap it, and as the peer comparison uses).
+pub const MAX_PAGE: u64 = TOTAL_MEMORY / 4;
+
+/// `streamcore replay --help`, above the options.
+pub const LONG_ABOUT: &str = "\
+Replay allocation traces through streamcore's memory managers on the mock
+platform, and report the bytes held beside PyTorch's own figures.
+
+Each TRACE (gzip JSON lines, .jsonl.gz, or plain JSON lines, .jsonl; see
+`streamcore record --help` for the format and how to record one from PyTorch)
+is loaded and checked whole, then its allocations and frees are fed in order
+to one memory manager per stream, over storages that count bytes without
+holding memory. The device is an H200's: 141 GB, 256-byte alignment, pages of
+up to a quarter of the device.
+
+Reported per trace: events, streams, peak reserved (the most bytes the
+storages held at once; a released page counts until its storage is flushed),
+peak live (the most bytes the trace itself had allocated at once), their
+ratio, storage allocations, and the time per event (one replay, wall clock,
+this machine); beside them, when the trace's header has them, PyTorch's own
+peak reserved and peak allocated for the recorded run, and their ratio.
+
+Exit status: 0 when every trace was replayed; 1 when any could not be read or
+replayed (each says why on stderr, the others are still reported); 2 for bad
+arguments.";
+
+/// `streamcore replay --help`, below the options.
+pub const AFTER_LONG_HELP: &str = "\
+Layout files (--layout FILE): a JSON object, either pools listed by growing
+largest request (at most 8; `page_size` may be left out for an exclusive
+pool, whose pages are sized to their requests):
+
+    {
+      \"alignment\": 256,
+      \"pools\": [
+        {\"kind\": \"small\",     \"page_size\": \"1 MiB\", \"max_slice\": \"1 KiB\"},
+        {\"kind\": \"sliced\",    \"page_size\": \"4 MiB\", \"max_slice\": \"256 KiB\", \"cap\": \"2 GiB\"},
+        {\"kind\": \"exclusive\", \"max_slice\": \"32 GiB\"}
+      ],
+      \"policy\": {\"trim_before_grow\": true, \"release_idle_after\": 10000,
+                 \"fit_slack_shift\": 5, \"force_persistent\": false,
+                 \"max_pages\": 1048576}
+    }
+
+or a preset with another policy: {\"preset\": \"sliced\", \"policy\": {...}}.
+Sizes are integers (bytes) or strings with B, KiB, MiB, GiB or TiB. Only
+`pools` (or `preset`) is required: alignment defaults to the device's (256;
+never below it), each policy member to its default. A request larger than
+every pool's `max_slice` gets a page of its own, released when it is freed.
+A refused layout is reported with the layout's own reason (pool 1: largest
+slice exceeds its page size, pools out of order, ...).
+
+Examples:
+    streamcore replay tests/traces/*.jsonl.gz
+    streamcore replay --json tests/traces/gpt2_train.jsonl.gz
+    streamcore replay --layout exclusive-pages --svg gpt2.svg tests/traces/gpt2_train.jsonl.gz";
+
+/// Arguments of `streamcore replay`.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// Trace files: gzip JSON lines (.jsonl.gz) or plain JSON lines (.jsonl).
+    #[arg(required = true, value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
+
+    /// Print one JSON object per trace, each on its own line, instead of
+    /// tables.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Pool layout: a preset (balanced, exclusive-pages, sliced) or a
+    /// layout file (JSON; its format is below, under --help).
+    #[arg(long, value_name = "PRESET|FILE", default_value = "balanced")]
+    pub layout: String,
+
+    /// Write a plot of reserved and live bytes over the trace (SVG), with
+    /// PyTorch's peaks as reference lines. With several traces, one file
+    /// each: FILE's name gets the trace's name before `.svg`.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+
+    /// Never draw the progress bar (it is drawn on stderr, and only when
+    /// stderr is a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// Why one trace could not be reported.
+#[derive(Debug)]
+enum TraceFailure {
+    Load(PathBuf, TraceError),
+    Replay {
+        path: PathBuf,
+        events: u64,
+        error: ReplayError,
+    },
+    Svg(PathBuf, String),
+}
+
+impl fmt::Display for TraceFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            // These name the file themselves.
+            TraceFailure::Load(
+                _,
+                e @ (TraceError::NotFound { .. }
+                | TraceError::Io { .. }
+                | TraceError::TruncatedGzip { .. }
+                | TraceError::BadGzip { .. }),
+            ) => write!(f, "{e}"),
+            TraceFailure::Load(path, e) => write!(f, "{}: {e}", path.display()),
+            TraceFailure::Replay {
+                path,
+                events,
+                error,
+            } => {
+                // The manager's message may carry its whole memory report
+                // on further lines: the first says why.
+                let why = error.why.lines().next().unwrap_or_default();
+                write!(
+                    f,
+                    "{}: the replay stopped at event {} of {events}: {why}",
+                    path.display(),
+                    error.event + 1,
+                )?;
+                if why.contains("out of memory") {
+                    write!(f, " (the replay device has {TOTAL_MEMORY} B)")?;
+                }
+                Ok(())
+            }
+            TraceFailure::Svg(path, why) => {
+                write!(f, "{}: cannot write the plot: {why}", path.display())
+            }
+        }
+    }
+}
+
+/// Runs `streamcore replay`; the exit code says whether every trace was
+/// reported.
+pub fn main(args: &ReplayArgs) -> ExitCode {
+    let props = DeviceProperties {
+        total_memory: TOTAL_MEMORY,
+        max_page_size: MAX_PAGE,
+        alignment: ALIGNMENT,
+        integrated: false,
+    };
+    let chosen = match layout::choose(&args.layout, &props) {
+        Ok(c) => c,
+        Err(e) => {
+            report_layout_error(&e);
+            return ExitCode::FAILURE;
+        }
+    };
+    let svg_paths = svg_paths(args.svg.as_deref(), &args.traces);
+    let progress = Progress::new(!args.no_progress);
+    let mut out = io::stdout().lock();
+    let mut done = Vec::new();
+    let mut failed = 0usize;
+    for (path, svg) in args.traces.iter().zip(svg_paths) {
+        let outcome = match run_one(path, &chosen, svg, progress) {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("streamcore: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        let written = if args.json {
+            output::json_line(&mut out, &outcome)
+        } else {
+            let sep = if done.is_empty() {
+                Ok(())
+            } else {
+                writeln!(out)
+            };
+            sep.and_then(|()| output::table(&mut out, &outcome))
+        };
+        if let Err(e) = written.and_then(|()| out.flush()) {
+            return output_error(&e);
+        }
+        done.push(outcome);
+    }
+    if !args.json && done.len() > 1 {
+        let written = writeln!(out)
+            .and_then(|()| output::overview(&mut out, &done))
+            .and_then(|()| out.flush());
+        if let Err(e) = written {
+            return output_error(&e);
+        }
+    }
+    if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn report_layout_error(e: &LayoutArgError) {
+    eprintln!("streamcore: {e}");
+    if matches!(
+        e,
+        LayoutArgError::Format { .. } | LayoutArgError::Invalid { .. }
+    ) {
+        eprintln!("streamcore: the layout file format is in `streamcore replay --help`");
+    }
+}
+
+fn output_error(e: &io::Error) -> ExitCode {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        // Nobody reads the rest (`| head`): stop quietly.
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("streamcore: writing the output: {e}");
+        ExitCode::FAILURE
+    }
+}
+
+/// `--svg FILE` for each trace: FILE itself for one trace, else FILE with
+/// the trace's name before the extension (unique even when names repeat).
+fn svg_paths(svg: Option<&Path>, traces: &[PathBuf]) -> Vec<Option<PathBuf>> {
+    let Some(svg) = svg else {
+        return vec![None; traces.len()];
+    };
+    if traces.len() == 1 {
+        return vec![Some(svg.to_path_buf())];
+    }
+    let base = svg.with_extension("");
+    let base = base.to_string_lossy();
+    let mut used = BTreeSet::new();
+    traces
+        .iter()
+        .map(|t| {
+            let name = output::stem(t);
+            let mut candidate = format!("{base}-{name}.svg");
+            let mut n = 2;
+            while !used.insert(candidate.clone()) {
+                candidate = format!("{base}-{name}-{n}.svg");
+                n += 1;
+            }
+            Some(PathBuf::from(candidate))
+        })
+        .collect()
+}
+
+fn run_one(
+    path: &Path,
+    chosen: &ChosenLayout,
+    svg: Option<PathBuf>,
+    progress: Progress,
+) -> Result<Outcome, TraceFailure> {
+    let name = output::stem(path);
+    let spinner = progress.loading(&name);
+    let loaded = Trace::load(path);
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
+    let trace = loaded.map_err(|e| TraceFailure::Load(path.to_path_buf(), e))?;
+    let total = trace.events.len() as u64;
+    let replay_error = |error| TraceFailure::Replay {
+        path: path.to_path_buf(),
+        events: total,
+        error,
+    };
+
+    // The measured run: no sampler in the timed loop.
+    let bar = progress.replaying(&name, "replaying", total);
+    let mut tick = |done: u64, _: u64| {
+        if let Some(b) = &bar {
+            b.set_position(done);
+        }
+    };
+    let report = replay(
+        &trace,
+        &mut target(chosen),
+        ReplayOptions {
+            progress: bar
+                .is_some()
+                .then_some(&mut tick as &mut dyn FnMut(u64, u64)),
+            progress_every: progress::stride(total),
+            ..ReplayOptions::default()
+        },
+    );
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let report = report.map_err(replay_error)?;
+
+    if let Some(svg_path) = &svg {
+        // A second run samples every event (same inputs, same bytes).
+        let bar = progress.replaying(&name, "sampling", total);
+        let mut series = plot::Series::new(total);
+        let mut sample = |s: Sample| {
+            if let Some(b) = &bar {
+                if s.event % 1024 == 0 {
+                    b.set_position(s.event);
+                }
+            }
+            series.push(s);
+        };
+        let sampled = replay(
+            &trace,
+            &mut target(chosen),
+            ReplayOptions {
+                sampler: Some(&mut sample),
+                sample_every: 1,
+                ..ReplayOptions::default()
+            },
+        );
+        if let Some(b) = &bar {
+            b.finish_and_clear();
+        }
+        sampled.map_err(replay_error)?;
+        series.finish();
+        let workload = if trace.header.workload.is_empty() {
+            name.clone()
+        } else {
+            trace.header.workload.clone()
+        };
+        let torch = match trace.header.recorder_ratio() {
+            Some(x) => format!(", PyTorch {x:.3}"),
+            None => String::new(),
+        };
+        let title = format!(
+            "{workload}: bytes over the trace (layout {}; reserved/live {:.3}{torch})",
+            chosen.name,
+            report.ratio()
+        );
+        let svg_text = plot::render(&plot::Plot {
+            title: &title,
+            events: total,
+            series: &series,
+            torch_reserved: trace.header.peak_reserved_bytes,
+            torch_allocated: trace.header.peak_allocated_bytes,
+        })
+        .map_err(|why| TraceFailure::Svg(svg_path.clone(), why))?;
+        std::fs::write(svg_path, svg_text)
+            .map_err(|e| TraceFailure::Svg(svg_path.clone(), e.to_string()))?;
+    }
+
+    Ok(Outcome {
+        path: path.to_path_buf(),
+        header: trace.header,
+        streams: trace.streams,
+        report,
+        layout: chosen.name.clone(),
+        svg,
+    })
+}
+
+/// Managers with the chosen layout over storages that fail past the
+/// device's capacity.
+fn target(chosen: &ChosenLayout) -> StreamcoreTarget {
+    StreamcoreTarget::with_accounting(
+        chosen.layout.clone(),
+        chosen.layout.alignment().max(ALIGNMENT),
+        Accounting::with_capacity(TOTAL_MEMORY),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn svg_paths_per_trace() {
+        let traces = [
+            PathBuf::from("a/gpt2.jsonl.gz"),
+            PathBuf::from("b/gpt2.jsonl"),
+            PathBuf::from("llama.jsonl.gz"),
+        ];
+        assert_eq!(svg_paths(None, &traces), vec![None, None, None]);
+        assert_eq!(
+            svg_paths(Some(Path::new("out/p.svg")), &traces[..1]),
+            vec![Some(PathBuf::from("out/p.svg"))]
+        );
+        assert_eq!(
+            svg_paths(Some(Path::new("out/p.svg")), &traces),
+            vec![
+                Some(PathBuf::from("out/p-gpt2.svg")),
+                Some(PathBuf::from("out/p-gpt2-2.svg")),
+                Some(PathBuf::from("out/p-llama.svg")),
+            ]
+        );
+    }
+}

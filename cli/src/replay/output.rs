@@ -1,0 +1,345 @@
+//! What `streamcore replay` prints: a table per trace, an overview of
+//! several, or one JSON object per trace.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use streamcore::memory::HumanBytes;
+use streamcore_mock::replay::{ReplayReport, TraceHeader};
+
+/// One trace's replay, ready to print.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The trace file as given.
+    pub path: PathBuf,
+    /// Its header.
+    pub header: TraceHeader,
+    /// Streams the trace used.
+    pub streams: u32,
+    /// What the replay measured.
+    pub report: ReplayReport,
+    /// The layout's name.
+    pub layout: String,
+    /// Where the plot went, with `--svg`.
+    pub svg: Option<PathBuf>,
+}
+
+impl Outcome {
+    fn name(&self) -> String {
+        if self.header.workload.is_empty() {
+            stem(&self.path)
+        } else {
+            self.header.workload.clone()
+        }
+    }
+}
+
+/// A file's name up to its first dot (`gpt2_train.jsonl.gz` → `gpt2_train`).
+pub fn stem(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match name.split('.').next() {
+        Some(s) if !s.is_empty() => s.to_owned(),
+        _ => name,
+    }
+}
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn bytes(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |b| HumanBytes(b).to_string())
+}
+
+/// The table of one trace: ours beside PyTorch's.
+pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
+    let r = &o.report;
+    let h = &o.header;
+    let torch = h.peak_reserved_bytes.is_some()
+        || h.peak_allocated_bytes.is_some()
+        || h.segment_allocs.is_some();
+    writeln!(
+        out,
+        "{}  ({}, layout {})",
+        o.path.display(),
+        o.name(),
+        o.layout
+    )?;
+    let row = |out: &mut dyn Write, what: &str, ours: String, theirs: Option<String>| match (
+        torch, theirs,
+    ) {
+        (true, Some(t)) => writeln!(out, "  {what:<22} {ours:>14} {t:>14}"),
+        _ => writeln!(out, "  {what:<22} {ours:>14}"),
+    };
+    if torch {
+        writeln!(out, "  {:<22} {:>14} {:>14}", "", "streamcore", "PyTorch")?;
+    }
+    row(out, "events", thousands(r.events), None)?;
+    row(out, "streams", thousands(u64::from(o.streams)), None)?;
+    row(
+        out,
+        "peak reserved",
+        bytes(Some(r.peak_reserved)),
+        Some(bytes(h.peak_reserved_bytes)),
+    )?;
+    row(
+        out,
+        "peak live / allocated",
+        bytes(Some(r.peak_live)),
+        Some(bytes(h.peak_allocated_bytes)),
+    )?;
+    row(
+        out,
+        "reserved / live",
+        format!("{:.4}", r.ratio()),
+        Some(h.recorder_ratio().map_or("-".into(), |x| format!("{x:.4}"))),
+    )?;
+    row(
+        out,
+        "storage allocations",
+        thousands(r.storage.allocs),
+        Some(h.segment_allocs.map_or("-".into(), thousands)),
+    )?;
+    row(out, "time per op", format!("{:.1} ns", r.ns_per_op()), None)?;
+    if let Some(start) = h.live_at_start_bytes.filter(|&b| b > 0) {
+        writeln!(
+            out,
+            "  PyTorch's figures include {} it held before the recording began.",
+            HumanBytes(start)
+        )?;
+    }
+    if let Some(svg) = &o.svg {
+        writeln!(out, "  plot: {}", svg.display())?;
+    }
+    Ok(())
+}
+
+/// One row per trace, after the tables of several.
+pub fn overview(out: &mut impl Write, all: &[Outcome]) -> io::Result<()> {
+    let width = all
+        .iter()
+        .map(|o| o.name().chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    writeln!(
+        out,
+        "{:<width$} {:>9} {:>7} {:>13} {:>13} {:>7} {:>8} {:>8} {:>8}",
+        "trace",
+        "events",
+        "streams",
+        "peak reserved",
+        "peak live",
+        "ratio",
+        "PyTorch",
+        "allocs",
+        "ns/op"
+    )?;
+    for o in all {
+        let r = &o.report;
+        writeln!(
+            out,
+            "{:<width$} {:>9} {:>7} {:>13} {:>13} {:>7.4} {:>8} {:>8} {:>8.1}",
+            o.name(),
+            thousands(r.events),
+            o.streams,
+            HumanBytes(r.peak_reserved).to_string(),
+            HumanBytes(r.peak_live).to_string(),
+            r.ratio(),
+            o.header
+                .recorder_ratio()
+                .map_or("-".into(), |x| format!("{x:.4}")),
+            thousands(r.storage.allocs),
+            r.ns_per_op()
+        )?;
+    }
+    writeln!(
+        out,
+        "ratio: peak reserved / peak live; PyTorch: its own peak reserved / peak allocated"
+    )
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// One JSON object on one line; keys from the header only when it has them.
+pub fn json_line(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
+    let r = &o.report;
+    let h = &o.header;
+    let mut s = String::from("{");
+    let mut member = |key: &str, value: String| {
+        if s.len() > 1 {
+            s.push(',');
+        }
+        s.push_str(&json_string(key));
+        s.push(':');
+        s.push_str(&value);
+    };
+    member("trace", json_string(&o.path.to_string_lossy()));
+    member("workload", json_string(&o.name()));
+    member("layout", json_string(&o.layout));
+    member("events", r.events.to_string());
+    member("streams", o.streams.to_string());
+    member("allocs", r.allocs.to_string());
+    member("peak_reserved_bytes", r.peak_reserved.to_string());
+    member("peak_live_bytes", r.peak_live.to_string());
+    member("ratio", format!("{:.6}", r.ratio()));
+    member("storage_allocs", r.storage.allocs.to_string());
+    member("storage_deallocs", r.storage.deallocs.to_string());
+    member("ns_per_op", format!("{:.2}", r.ns_per_op()));
+    if let Some(v) = h.peak_reserved_bytes {
+        member("torch_peak_reserved_bytes", v.to_string());
+    }
+    if let Some(v) = h.peak_allocated_bytes {
+        member("torch_peak_allocated_bytes", v.to_string());
+    }
+    if let Some(v) = h.recorder_ratio() {
+        member("torch_ratio", format!("{v:.6}"));
+    }
+    if let Some(v) = h.segment_allocs {
+        member("torch_segment_allocs", v.to_string());
+    }
+    if let Some(v) = h.live_at_start_bytes {
+        member("torch_live_at_start_bytes", v.to_string());
+    }
+    if let Some(svg) = &o.svg {
+        member("svg", json_string(&svg.to_string_lossy()));
+    }
+    s.push('}');
+    writeln!(out, "{s}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use streamcore_mock::replay::StorageStats;
+    use streamcore_mock::replay::json::{self, Value};
+
+    fn outcome(header: TraceHeader) -> Outcome {
+        Outcome {
+            path: PathBuf::from("dir/a \"b\".jsonl.gz"),
+            header,
+            streams: 2,
+            report: ReplayReport {
+                events: 10,
+                allocs: 5,
+                peak_reserved: 2048,
+                peak_live: 1024,
+                storage: StorageStats {
+                    allocs: 3,
+                    deallocs: 1,
+                    ..StorageStats::default()
+                },
+                elapsed_ns: 500,
+            },
+            layout: "balanced".into(),
+            svg: None,
+        }
+    }
+
+    #[test]
+    fn json_lines_parse_back_with_header_keys_only_when_known() {
+        let mut buf = Vec::new();
+        json_line(&mut buf, &outcome(TraceHeader::default())).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert_eq!(text.lines().count(), 1);
+        let v = json::parse(text.trim()).unwrap();
+        assert_eq!(
+            v.get("trace").and_then(Value::as_str),
+            Some("dir/a \"b\".jsonl.gz")
+        );
+        assert_eq!(v.get("workload").and_then(Value::as_str), Some("a \"b\""));
+        assert_eq!(
+            v.get("peak_reserved_bytes").and_then(Value::as_u64),
+            Some(2048)
+        );
+        assert_eq!(v.get("ratio"), Some(&Value::Number(2.0)));
+        assert_eq!(v.get("ns_per_op"), Some(&Value::Number(50.0)));
+        assert!(v.get("torch_peak_reserved_bytes").is_none());
+
+        let mut buf = Vec::new();
+        let header = TraceHeader {
+            workload: "w".into(),
+            peak_reserved_bytes: Some(300),
+            peak_allocated_bytes: Some(200),
+            ..TraceHeader::default()
+        };
+        json_line(&mut buf, &outcome(header)).unwrap();
+        let v = json::parse(String::from_utf8(buf).unwrap().trim()).unwrap();
+        assert_eq!(
+            v.get("torch_peak_reserved_bytes").and_then(Value::as_u64),
+            Some(300)
+        );
+        assert_eq!(
+            v.get("torch_peak_allocated_bytes").and_then(Value::as_u64),
+            Some(200)
+        );
+        assert_eq!(v.get("torch_ratio"), Some(&Value::Number(1.5)));
+        assert!(v.get("torch_segment_allocs").is_none());
+    }
+
+    #[test]
+    fn json_strings_escape_controls() {
+        assert_eq!(json_string("a\u{1}\n\\"), r#""a\u0001\n\\""#);
+    }
+
+    #[test]
+    fn tables_show_pytorch_only_when_the_header_has_it() {
+        let mut plain = Vec::new();
+        table(&mut plain, &outcome(TraceHeader::default())).unwrap();
+        let plain = String::from_utf8(plain).unwrap();
+        assert!(!plain.contains("PyTorch"), "{plain}");
+        assert!(plain.contains("2.0000"), "{plain}");
+
+        let mut both = Vec::new();
+        let header = TraceHeader {
+            peak_reserved_bytes: Some(3 << 20),
+            peak_allocated_bytes: Some(2 << 20),
+            live_at_start_bytes: Some(1 << 20),
+            ..TraceHeader::default()
+        };
+        table(&mut both, &outcome(header)).unwrap();
+        let both = String::from_utf8(both).unwrap();
+        for needle in ["PyTorch", "3.00 MiB", "1.5000", "1.00 MiB it held before"] {
+            assert!(both.contains(needle), "{needle:?} in {both}");
+        }
+    }
+
+    #[test]
+    fn stems_and_thousands() {
+        assert_eq!(stem(Path::new("x/gpt2_train.jsonl.gz")), "gpt2_train");
+        assert_eq!(stem(Path::new(".hidden")), ".hidden");
+        assert_eq!(thousands(9_489), "9,489");
+        assert_eq!(thousands(0), "0");
+    }
+}

@@ -1,0 +1,342 @@
+//! Model-based property test: random reserve / free / cursor / cleanup /
+//! install / capture / persistent sequences against a naive model (a list of
+//! live slices and the capture phase), checking after every step:
+//! - no two live slices overlap,
+//! - every live slice lies inside a live storage page,
+//! - the bytes reserved equal the sum of the storage's live pages, and the
+//!   pending bytes its released-but-unflushed pages,
+//! - the report adds up (slices, bytes in use, pages),
+//! - handles of freed slices are stale, cursors are what was set,
+//! - inside a capture the storage is never asked for a page.
+
+mod memory_support;
+
+use core::num::NonZeroU64;
+
+use memory_support::{KIB, MIB, TestStorage, layout};
+use proptest::prelude::*;
+use streamcore::memory::{
+    LayoutPreset, MemoryError, MemoryLayout, MemoryManager, MemoryPolicy, SliceHandle,
+};
+use streamcore::platform::{DeviceProperties, DeviceRange};
+use streamcore::stream::capture::Phase;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Reserve(u64),
+    Free(usize),
+    SetCursor(usize, u64),
+    Unpin(usize),
+    Cleanup,
+    Install(u8),
+    Prepare,
+    Begin,
+    End,
+    Abort,
+    Persistent(bool),
+}
+
+fn size() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        1u64..=KIB,
+        (KIB + 1)..=64 * KIB,
+        (64 * KIB + 1)..=4 * MIB,
+        Just(MIB),
+        Just(2 * MIB),
+        (16 * MIB + 1)..=20 * MIB,
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        10 => size().prop_map(Op::Reserve),
+        8 => any::<usize>().prop_map(Op::Free),
+        2 => (any::<usize>(), any::<u64>()).prop_map(|(i, c)| Op::SetCursor(i, c)),
+        1 => any::<usize>().prop_map(Op::Unpin),
+        1 => Just(Op::Cleanup),
+        1 => (0u8..4).prop_map(Op::Install),
+        1 => Just(Op::Prepare),
+        1 => Just(Op::Begin),
+        1 => Just(Op::End),
+        1 => Just(Op::Abort),
+        1 => any::<bool>().prop_map(Op::Persistent),
+    ]
+}
+
+fn layouts(i: u8) -> MemoryLayout {
+    let props = DeviceProperties {
+        total_memory: 1 << 34,
+        max_page_size: 16 * MIB,
+        alignment: 256,
+        integrated: false,
+    };
+    match i {
+        0 => layout(MemoryPolicy::default()),
+        1 => layout(MemoryPolicy {
+            trim_before_grow: false,
+            release_idle_after: NonZeroU64::new(5),
+            fit_slack_shift: 2,
+            ..MemoryPolicy::default()
+        }),
+        2 => MemoryLayout::preset(LayoutPreset::Sliced, &props),
+        _ => MemoryLayout::preset(LayoutPreset::ExclusivePages, &props),
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Live {
+    handle: SliceHandle,
+    range: DeviceRange,
+    owned: bool,
+    /// Reserved inside the capture (pinned at end).
+    in_capture: bool,
+    /// Reserved in the warm-up (retained until begin / abort).
+    in_prepare: bool,
+    pinned: bool,
+    cursor: u64,
+}
+
+impl Live {
+    fn alive(&self) -> bool {
+        self.owned || self.in_capture || self.in_prepare || self.pinned
+    }
+}
+
+fn check(
+    m: &MemoryManager<TestStorage>,
+    live: &[Live],
+    dead: &[SliceHandle],
+) -> Result<(), TestCaseError> {
+    let s = m.storage();
+    // Overlap and containment.
+    let mut ranges: Vec<DeviceRange> = live.iter().map(|l| l.range).collect();
+    ranges.sort_by_key(|r| (r.page, r.offset));
+    for w in ranges.windows(2) {
+        if w[0].page == w[1].page {
+            prop_assert!(
+                w[0].offset + w[0].len <= w[1].offset,
+                "overlap {:?} {:?}",
+                w[0],
+                w[1]
+            );
+        }
+    }
+    for r in &ranges {
+        let page = s.live.get(&r.page.0);
+        prop_assert!(page.is_some(), "slice {:?} on a page that is not live", r);
+        prop_assert!(
+            r.offset + r.len <= *page.unwrap(),
+            "slice {:?} beyond its page",
+            r
+        );
+        prop_assert_eq!(r.offset % 256, 0);
+    }
+    // Bytes.
+    let report = m.report();
+    let t = report.total();
+    prop_assert_eq!(t.reserved, s.live_bytes());
+    prop_assert_eq!(t.pages as usize, s.live.len());
+    prop_assert_eq!(report.pending_release, s.pending_bytes());
+    prop_assert_eq!(m.held_bytes(), s.held());
+    prop_assert_eq!(t.slices as usize, live.len());
+    prop_assert_eq!(t.in_use, live.iter().map(|l| l.range.len).sum::<u64>());
+    prop_assert!(t.in_use + t.padding + t.idle_bytes <= t.reserved);
+    for p in &report.pools {
+        prop_assert!(p.idle_pages <= p.pages && p.idle_bytes <= p.reserved);
+    }
+    // Handles.
+    for l in live {
+        prop_assert_eq!(m.range(l.handle).unwrap(), l.range);
+        prop_assert_eq!(m.cursor(l.handle).unwrap(), l.cursor);
+    }
+    for &h in dead.iter().rev().take(8) {
+        {
+            let ok = matches!(m.range(h), Err(MemoryError::StaleHandle(_)));
+            prop_assert!(ok, "unexpected result")
+        };
+    }
+    Ok(())
+}
+
+fn run(ops: Vec<Op>, first_layout: u8) -> Result<(), TestCaseError> {
+    let mut m = MemoryManager::new(TestStorage::new(), layouts(first_layout));
+    let mut live: Vec<Live> = Vec::new();
+    let mut dead: Vec<SliceHandle> = Vec::new();
+    let mut phase = Phase::NoCapture;
+    let mut persistent = 0u32;
+    for op in ops {
+        let allocs_before = m.storage().alloc_calls;
+        match op {
+            Op::Reserve(size) => match m.reserve(size) {
+                Ok((handle, range)) => {
+                    prop_assert_eq!(range.len, size);
+                    live.push(Live {
+                        handle,
+                        range,
+                        owned: true,
+                        in_capture: phase == Phase::Capture,
+                        in_prepare: phase == Phase::Prepare,
+                        pinned: false,
+                        cursor: 0,
+                    });
+                }
+                Err(MemoryError::AllocationInCapture { .. }) => {
+                    prop_assert_eq!(phase, Phase::Capture);
+                }
+                Err(e) => prop_assert!(false, "unexpected {e}"),
+            },
+            Op::Free(i) => {
+                if live.is_empty() {
+                    continue;
+                }
+                let i = i % live.len();
+                let r = m.free(live[i].handle);
+                if live[i].owned {
+                    prop_assert!(r.is_ok());
+                    live[i].owned = false;
+                } else {
+                    {
+                        let ok = matches!(r, Err(MemoryError::AlreadyFreed(_)));
+                        prop_assert!(ok, "unexpected result")
+                    };
+                }
+            }
+            Op::SetCursor(i, c) => {
+                if live.is_empty() {
+                    continue;
+                }
+                let i = i % live.len();
+                m.set_cursor(live[i].handle, c).unwrap();
+                live[i].cursor = c;
+            }
+            Op::Unpin(i) => {
+                if live.is_empty() {
+                    continue;
+                }
+                let i = i % live.len();
+                let r = m.unpin(live[i].handle);
+                if live[i].pinned {
+                    prop_assert!(r.is_ok());
+                    live[i].pinned = false;
+                } else {
+                    {
+                        let ok = matches!(r, Err(MemoryError::NotPinned(_)));
+                        prop_assert!(ok, "unexpected result")
+                    };
+                }
+            }
+            Op::Cleanup => {
+                let r = m.cleanup();
+                if phase == Phase::NoCapture {
+                    prop_assert!(r.is_ok());
+                    let t = m.report().total();
+                    prop_assert_eq!(t.idle_pages, 0);
+                    prop_assert_eq!(m.storage().pending_bytes(), 0);
+                } else {
+                    {
+                        let ok = matches!(r, Err(MemoryError::WindowOpen { .. }));
+                        prop_assert!(ok, "{:?}", r)
+                    };
+                }
+            }
+            Op::Install(i) => {
+                let in_use: u64 = live.iter().map(|l| l.range.len).sum();
+                let r = m.install(layouts(i));
+                match (phase, in_use) {
+                    (Phase::NoCapture, 0) => {
+                        prop_assert!(r.is_ok());
+                        prop_assert_eq!(m.storage().live_bytes(), 0);
+                    }
+                    (Phase::NoCapture, b) => {
+                        {
+                            let ok = matches!(r, Err(MemoryError::InUse { bytes }) if bytes == b);
+                            prop_assert!(ok, "unexpected result")
+                        };
+                    }
+                    _ => {
+                        let ok = matches!(r, Err(MemoryError::WindowOpen { .. }));
+                        prop_assert!(ok, "unexpected result")
+                    }
+                }
+            }
+            Op::Prepare => {
+                let r = m.prepare();
+                prop_assert_eq!(r.is_ok(), phase == Phase::NoCapture);
+                if r.is_ok() {
+                    phase = Phase::Prepare;
+                }
+            }
+            Op::Begin => {
+                let r = m.begin_capture();
+                prop_assert_eq!(r.is_ok(), phase == Phase::Prepare);
+                if r.is_ok() {
+                    phase = Phase::Capture;
+                    live.iter_mut().for_each(|l| l.in_prepare = false);
+                }
+            }
+            Op::End => {
+                let mut got = Vec::new();
+                let r = m.end_capture(|s| got.push(s.handle));
+                prop_assert_eq!(r.is_ok(), phase == Phase::Capture);
+                if r.is_ok() {
+                    phase = Phase::NoCapture;
+                    let mut want: Vec<SliceHandle> = live
+                        .iter()
+                        .filter(|l| l.in_capture)
+                        .map(|l| l.handle)
+                        .collect();
+                    want.sort();
+                    got.sort();
+                    prop_assert_eq!(got, want);
+                    for l in live.iter_mut().filter(|l| l.in_capture) {
+                        l.in_capture = false;
+                        l.pinned = true;
+                    }
+                }
+            }
+            Op::Abort => {
+                let r = m.abort_capture();
+                prop_assert_eq!(r.is_ok(), phase != Phase::NoCapture);
+                if r.is_ok() {
+                    phase = Phase::NoCapture;
+                    live.iter_mut().for_each(|l| {
+                        l.in_prepare = false;
+                        l.in_capture = false;
+                    });
+                }
+            }
+            Op::Persistent(open) => {
+                if open {
+                    m.begin_persistent();
+                    persistent += 1;
+                } else {
+                    let r = m.end_persistent();
+                    prop_assert_eq!(r.is_ok(), persistent > 0);
+                    persistent = persistent.saturating_sub(1);
+                }
+            }
+        }
+        if phase == Phase::Capture {
+            prop_assert_eq!(
+                m.storage().alloc_calls,
+                allocs_before,
+                "storage asked inside a capture"
+            );
+        }
+        prop_assert_eq!(m.phase(), phase);
+        let (gone, kept): (Vec<Live>, Vec<Live>) = live.into_iter().partition(|l| !l.alive());
+        dead.extend(gone.iter().map(|l| l.handle));
+        live = kept;
+        check(&m, &live, &dead)?;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn manager_matches_the_model(ops in proptest::collection::vec(op(), 1..160), first in 0u8..4) {
+        run(ops, first)?;
+    }
+}

@@ -1,0 +1,107 @@
+//! Fences: HIP events with timing disabled, recorded once, destroyed once.
+
+use std::ptr;
+
+use cubecl_hip_sys as hip;
+use streamcore::platform::ErrorKind;
+
+use crate::error::{HipError, check};
+use crate::shared::Shared;
+use crate::stream::HipStream;
+
+/// A point recorded on a stream (a HIP event created with
+/// `hipEventDisableTiming`). Dropping it destroys the event exactly once;
+/// the runtime keeps it alive while queued waits still use it.
+#[derive(Debug)]
+pub struct HipEvent {
+    raw: hip::hipEvent_t,
+    captured: bool,
+}
+
+// SAFETY: a HIP event handle is a process-wide object the runtime lets any
+// thread record, wait on, query and synchronize with; `HipEvent` owns it
+// and only destroys it in `drop`.
+unsafe impl Send for HipEvent {}
+// SAFETY: every method taking `&HipEvent` is a thread-safe HIP call
+// (`hipEventQuery`, `hipEventSynchronize`, `hipStreamWaitEvent`).
+unsafe impl Sync for HipEvent {}
+
+impl HipEvent {
+    /// Creates an event and records it after the work queued on `stream`.
+    pub(crate) fn record(stream: &mut HipStream) -> Result<Self, HipError> {
+        let mut raw: hip::hipEvent_t = ptr::null_mut();
+        // SAFETY: `raw` is a valid out-pointer for one event handle; the
+        // flag is one HIP defines.
+        let status = unsafe { hip::hipEventCreateWithFlags(&mut raw, hip::hipEventDisableTiming) };
+        check("hipEventCreateWithFlags", status)?;
+        // Owned from here on, so an error below still destroys it.
+        let event = Self {
+            raw,
+            captured: stream.is_capturing(),
+        };
+        // SAFETY: the event and the stream are live handles.
+        check("hipEventRecord", unsafe {
+            hip::hipEventRecord(event.raw, stream.raw)
+        })?;
+        Ok(event)
+    }
+
+    /// Whether the event was recorded inside a capture (it then orders work
+    /// inside the graph, not on the device's timeline). Such an event is for
+    /// `wait` inside the same capture only: querying or synchronizing it is
+    /// left to the driver, which refuses (CUDA 13 through the shim answered
+    /// `hipErrorInvalidValue` once the capture had ended).
+    pub fn is_captured(&self) -> bool {
+        self.captured
+    }
+
+    /// Makes work queued on `stream` from now on wait for this event.
+    pub(crate) fn wait_on(&self, stream: &mut HipStream) -> Result<(), HipError> {
+        // SAFETY: the stream and the event are live handles; flag 0 is
+        // `hipEventWaitDefault`.
+        check("hipStreamWaitEvent", unsafe {
+            hip::hipStreamWaitEvent(stream.raw, self.raw, 0)
+        })
+    }
+
+    /// Non-blocking: whether the work before the event has completed.
+    pub(crate) fn query(&self) -> Result<bool, HipError> {
+        // SAFETY: the event is a live handle; the call does not block.
+        let status = unsafe { hip::hipEventQuery(self.raw) };
+        if status == hip::hipError_t_hipSuccess {
+            Ok(true)
+        } else if status == hip::hipError_t_hipErrorNotReady {
+            Ok(false)
+        } else {
+            Err(HipError::hip("hipEventQuery", status))
+        }
+    }
+
+    /// Blocks the host until the event has passed. Refused (and every open
+    /// capture doomed) while any stream of the platform is capturing.
+    pub(crate) fn synchronize(&self, shared: &Shared) -> Result<(), HipError> {
+        if shared.capturing() {
+            shared.doom_open_captures();
+            return Err(HipError::platform(
+                "hipEventSynchronize",
+                ErrorKind::CaptureUnsupported,
+                Some(hip::hipError_t_hipErrorStreamCaptureUnsupported),
+                "hipErrorStreamCaptureUnsupported",
+                "a host synchronization while a stream is capturing; the capture is invalidated",
+            ));
+        }
+        // SAFETY: the event is a live handle.
+        check("hipEventSynchronize", unsafe {
+            hip::hipEventSynchronize(self.raw)
+        })
+    }
+}
+
+impl Drop for HipEvent {
+    fn drop(&mut self) {
+        // SAFETY: `self.raw` is a live event owned by `self`, destroyed
+        // exactly once here; HIP defers the release while queued waits still
+        // reference it. A failure cannot be reported from `drop`.
+        let _ = unsafe { hip::hipEventDestroy(self.raw) };
+    }
+}

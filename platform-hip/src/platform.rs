@@ -1,0 +1,198 @@
+//! `HipPlatform`: the [`Platform`] over the HIP runtime.
+
+use std::sync::Arc;
+
+use cubecl_hip_sys as hip;
+use streamcore::platform::{
+    Binding, DeviceProperties, DeviceRange, ErrorKind, HostRange, KernelSource, LaunchDims,
+    Platform,
+};
+
+use crate::copy;
+use crate::error::{HipError, check};
+use crate::event::HipEvent;
+use crate::graph::{self, HipGraph};
+use crate::host_storage::HipHostStorage;
+use crate::kernel::HipKernel;
+use crate::properties;
+use crate::shared::Shared;
+use crate::storage::HipStorage;
+use crate::stream::HipStream;
+
+/// One HIP device as a streamcore [`Platform`].
+///
+/// Constructing it loads the runtime (`libamdhip64.so` and `libhiprtc.so`
+/// from `$ROCM_PATH/lib`, `$HIP_PATH/lib` or the system's library path),
+/// initializes it, and reads the device's properties. No runtime, no device
+/// or a bad ordinal is an error of kind [`ErrorKind::NotAvailable`].
+#[derive(Debug)]
+pub struct HipPlatform {
+    shared: Arc<Shared>,
+    properties: DeviceProperties,
+    name: String,
+}
+
+impl HipPlatform {
+    /// The platform over device 0.
+    pub fn new() -> Result<Self, HipError> {
+        Self::with_device(0)
+    }
+
+    /// The platform over the device with HIP ordinal `device`.
+    pub fn with_device(device: i32) -> Result<Self, HipError> {
+        if !hip::is_available() {
+            return Err(HipError::not_loaded(
+                "libamdhip64.so and libhiprtc.so were not found in $ROCM_PATH/lib, \
+                 $HIP_PATH/lib or the system library path",
+            ));
+        }
+        // SAFETY: the runtime is loaded; flags must be 0.
+        check("hipInit", unsafe { hip::hipInit(0) })?;
+        let mut count = 0i32;
+        // SAFETY: `count` is a valid out-pointer.
+        check("hipGetDeviceCount", unsafe {
+            hip::hipGetDeviceCount(&mut count)
+        })?;
+        if count <= 0 {
+            return Err(HipError::platform(
+                "hipGetDeviceCount",
+                ErrorKind::NotAvailable,
+                Some(hip::hipError_t_hipErrorNoDevice),
+                "hipErrorNoDevice",
+                "the runtime reports no device",
+            ));
+        }
+        if !(0..count).contains(&device) {
+            return Err(HipError::platform(
+                "hipSetDevice",
+                ErrorKind::NotAvailable,
+                Some(hip::hipError_t_hipErrorInvalidDevice),
+                "hipErrorInvalidDevice",
+                "no device with that ordinal",
+            ));
+        }
+        let shared = Arc::new(Shared::new(device));
+        shared.make_current()?;
+        let properties = properties::read(&shared)?;
+        let name = properties::device_name(&shared)?;
+        Ok(Self {
+            shared,
+            properties,
+            name,
+        })
+    }
+
+    /// The device's name as the runtime reports it.
+    pub fn device_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The HIP ordinal of the device.
+    pub fn device_ordinal(&self) -> i32 {
+        self.shared.device
+    }
+
+    /// Whether any stream of this platform is capturing now.
+    pub fn is_capturing(&self) -> bool {
+        self.shared.capturing()
+    }
+}
+
+impl Platform for HipPlatform {
+    type Stream = HipStream;
+    type Event = HipEvent;
+    type Storage = HipStorage;
+    type HostStorage = HipHostStorage;
+    type Graph = HipGraph;
+    type Kernel = HipKernel;
+    type Error = HipError;
+
+    fn properties(&self) -> DeviceProperties {
+        self.properties
+    }
+
+    fn create_stream(&self) -> Result<HipStream, HipError> {
+        HipStream::create(&self.shared)
+    }
+
+    fn device_storage(&self) -> Result<HipStorage, HipError> {
+        Ok(HipStorage::new(&self.shared))
+    }
+
+    fn host_storage(&self) -> Result<HipHostStorage, HipError> {
+        Ok(HipHostStorage::new(&self.shared))
+    }
+
+    fn record(&self, stream: &mut HipStream) -> Result<HipEvent, HipError> {
+        HipEvent::record(stream)
+    }
+
+    fn wait(&self, stream: &mut HipStream, event: &HipEvent) -> Result<(), HipError> {
+        event.wait_on(stream)
+    }
+
+    fn query(&self, event: &HipEvent) -> Result<bool, HipError> {
+        event.query()
+    }
+
+    fn synchronize(&self, event: &HipEvent) -> Result<(), HipError> {
+        event.synchronize(&self.shared)
+    }
+
+    fn copy_to_device(
+        &self,
+        stream: &mut HipStream,
+        src: HostRange,
+        dst: DeviceRange,
+    ) -> Result<(), HipError> {
+        copy::to_device(stream, src, dst)
+    }
+
+    fn copy_to_host(
+        &self,
+        stream: &mut HipStream,
+        src: DeviceRange,
+        dst: HostRange,
+    ) -> Result<(), HipError> {
+        copy::to_host(stream, src, dst)
+    }
+
+    fn copy_device(
+        &self,
+        stream: &mut HipStream,
+        src: DeviceRange,
+        dst: DeviceRange,
+    ) -> Result<(), HipError> {
+        copy::device_to_device(stream, src, dst)
+    }
+
+    fn load_kernel(&self, source: &KernelSource<'_>) -> Result<HipKernel, HipError> {
+        HipKernel::load(&self.shared, source)
+    }
+
+    fn launch(
+        &self,
+        stream: &mut HipStream,
+        kernel: &HipKernel,
+        dims: LaunchDims,
+        bindings: &[Binding],
+    ) -> Result<(), HipError> {
+        kernel.launch(stream, dims, bindings)
+    }
+
+    fn begin_capture(&self, stream: &mut HipStream) -> Result<(), HipError> {
+        graph::begin(stream)
+    }
+
+    fn end_capture(&self, stream: &mut HipStream) -> Result<HipGraph, HipError> {
+        graph::end(stream)
+    }
+
+    fn launch_graph(&self, stream: &mut HipStream, graph: &HipGraph) -> Result<(), HipError> {
+        graph.launch(stream)
+    }
+
+    fn destroy_graph(&self, graph: HipGraph) -> Result<(), HipError> {
+        graph.destroy()
+    }
+}

@@ -1,0 +1,104 @@
+//! Device pages: `hipMalloc` / `hipFree`, releases deferred to `flush`.
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::Arc;
+use std::vec::Vec;
+
+use cubecl_hip_sys as hip;
+use streamcore::platform::{PageId, Storage};
+
+use crate::error::{HipError, check};
+use crate::shared::Shared;
+
+/// Every page start `hipMalloc` returns is aligned to at least this many
+/// bytes (HIP and CUDA both guarantee 256).
+pub const DEVICE_ALIGNMENT: u64 = 256;
+
+/// Device memory for one stream's pools. A page's id is its device address.
+///
+/// `dealloc` only queues the page; `flush` calls `hipFree`, which waits for
+/// the device work that may still use it. While any stream of the platform is
+/// capturing, `flush` keeps the queue (a free inside a capture would
+/// synchronize the device) and releases it at the next flush outside one.
+/// Dropping the storage frees every page it still holds.
+#[derive(Debug)]
+pub struct HipStorage {
+    live: BTreeMap<u64, u64>,
+    pending: Vec<u64>,
+    shared: Arc<Shared>,
+}
+
+impl HipStorage {
+    pub(crate) fn new(shared: &Arc<Shared>) -> Self {
+        Self {
+            live: BTreeMap::new(),
+            pending: Vec::new(),
+            shared: Arc::clone(shared),
+        }
+    }
+
+    /// Bytes held in live pages (not counting pages queued for release).
+    pub fn live_bytes(&self) -> u64 {
+        self.live.values().sum()
+    }
+
+    /// Pages queued by `dealloc` and not yet released.
+    pub fn pending_pages(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn release(queue: &mut Vec<u64>) -> Result<(), HipError> {
+        while let Some(&address) = queue.last() {
+            // SAFETY: `address` came from `hipMalloc`, was removed from the
+            // live set by `dealloc`, and is freed exactly once: it leaves the
+            // queue only after `hipFree` succeeded.
+            check("hipFree", unsafe { hip::hipFree(address as *mut c_void) })?;
+            queue.pop();
+        }
+        Ok(())
+    }
+}
+
+impl Storage for HipStorage {
+    type Error = HipError;
+
+    fn alignment(&self) -> u64 {
+        DEVICE_ALIGNMENT
+    }
+
+    fn alloc(&mut self, size: u64) -> Result<PageId, HipError> {
+        let bytes = usize::try_from(size.max(1))
+            .map_err(|_| HipError::invalid("hipMalloc", "page size exceeds the address space"))?;
+        self.shared.make_current()?;
+        let mut address: *mut c_void = ptr::null_mut();
+        // SAFETY: `address` is a valid out-pointer; `bytes` is non-zero.
+        check("hipMalloc", unsafe { hip::hipMalloc(&mut address, bytes) })?;
+        let id = address as u64;
+        self.live.insert(id, size.max(1));
+        Ok(PageId(id))
+    }
+
+    fn dealloc(&mut self, page: PageId) {
+        if self.live.remove(&page.0).is_some() {
+            self.pending.push(page.0);
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), HipError> {
+        if self.pending.is_empty() || self.shared.capturing() {
+            return Ok(());
+        }
+        Self::release(&mut self.pending)
+    }
+}
+
+impl Drop for HipStorage {
+    fn drop(&mut self) {
+        self.pending.extend(self.live.keys().copied());
+        self.live.clear();
+        // A failure cannot be reported from `drop`; the rest are leaked.
+        let _ = Self::release(&mut self.pending);
+    }
+}

@@ -1,0 +1,91 @@
+//! Helpers shared by the platform tests.
+
+use std::io::Write;
+use std::process::{Command, Output};
+
+use streamcore::platform::{
+    ErrorKind, HostRange, HostStorage, PageId, Platform, PlatformError, Storage,
+};
+use streamcore_hip::{HipHostStorage, HipPlatform};
+
+/// Prints a line the test harness does not capture (it writes to the
+/// process's stderr directly, not through `eprintln!`).
+pub fn visible(line: &str) {
+    let mut err = std::io::stderr();
+    let _ = writeln!(err, "{line}");
+}
+
+/// The platform over device 0, or `None` after printing `SKIPPED: …` when no
+/// runtime or no device is present. Any other constructor error fails.
+pub fn platform_or_skip(test: &str) -> Option<HipPlatform> {
+    match HipPlatform::new() {
+        Ok(platform) => Some(platform),
+        Err(e) if e.kind() == ErrorKind::NotAvailable => {
+            visible(&format!("SKIPPED: {test}: no HIP runtime or device ({e})"));
+            None
+        }
+        Err(e) => panic!("{test}: HipPlatform::new failed unexpectedly: {e}"),
+    }
+}
+
+/// Allocates a pinned page and fills it with `data`.
+pub fn host_page(host: &mut HipHostStorage, data: &[u8]) -> PageId {
+    let page = host.alloc(data.len() as u64).expect("pinned alloc");
+    host.write(page, 0, data).expect("write pinned page");
+    page
+}
+
+/// The whole of a host page as a range.
+pub fn host_range(page: PageId, offset: u64, len: u64) -> HostRange {
+    HostRange { page, offset, len }
+}
+
+/// `count` little-endian u32 words as bytes.
+pub fn words(count: usize, f: impl Fn(u32) -> u32) -> Vec<u8> {
+    (0..count as u32).flat_map(|i| f(i).to_le_bytes()).collect()
+}
+
+/// Bytes back to u32 words.
+pub fn to_words(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// Records an event on `stream` and blocks until it has passed.
+pub fn drain(platform: &HipPlatform, stream: &mut <HipPlatform as Platform>::Stream) {
+    let event = platform.record(stream).expect("record");
+    platform.synchronize(&event).expect("synchronize");
+}
+
+/// Runs one ignored test of this binary in a child process with extra
+/// environment, returning its output.
+pub fn run_child(test: &str, env: &[(&str, &str)], remove: &[&str]) -> Output {
+    let exe = std::env::current_exe().expect("current test binary");
+    let mut command = Command::new(exe);
+    command.args([
+        test,
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    for key in remove {
+        command.env_remove(key);
+    }
+    command.output().expect("spawn child test process")
+}
+
+/// The `CHILD-REPORT` lines a child printed, without the prefix (the
+/// harness may print its own `test … ` text before the first one).
+pub fn reports(output: &Output) -> Vec<String> {
+    const TAG: &str = "CHILD-REPORT ";
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.find(TAG).map(|at| l[at + TAG.len()..].to_owned()))
+        .collect()
+}

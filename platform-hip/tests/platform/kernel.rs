@@ -1,0 +1,167 @@
+//! Kernels compiled from source, launched with bindings.
+
+use streamcore::platform::{
+    Access, Binding, DeviceRange, ErrorKind, HostStorage, KernelSource, LaunchDims, Platform,
+    PlatformError, Storage,
+};
+use streamcore_hip::{HipPlatform, Origin};
+
+use crate::common::{drain, host_page, host_range, platform_or_skip, to_words, words};
+
+/// `out[i] = a[i] + b[i]` for `i < info[0]`; bindings: a, b, out, info.
+pub const ADD: KernelSource<'static> = KernelSource {
+    name: "add_u32",
+    source: r#"
+extern "C" __global__ void add_u32(const unsigned int* a, const unsigned int* b,
+                                   unsigned int* out, const unsigned int* info) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < info[0]) {
+        out[i] = a[i] + b[i];
+    }
+}
+"#,
+};
+
+/// Bindings for [`ADD`] over `n` words laid out in one device page:
+/// a at 0, b at `n*4`, out at `2*n*4`, info at `3*n*4`.
+pub fn add_bindings(page: streamcore::platform::PageId, n: u64) -> [Binding; 4] {
+    let bytes = n * 4;
+    let range = |offset, len| DeviceRange { page, offset, len };
+    [
+        Binding {
+            range: range(0, bytes),
+            access: Access::Read,
+        },
+        Binding {
+            range: range(bytes, bytes),
+            access: Access::Read,
+        },
+        Binding {
+            range: range(2 * bytes, bytes),
+            access: Access::Write,
+        },
+        Binding {
+            range: range(3 * bytes, 4),
+            access: Access::Read,
+        },
+    ]
+}
+
+pub fn add_dims(n: u64) -> LaunchDims {
+    LaunchDims::linear(n.div_ceil(256) as u32, 256)
+}
+
+#[test]
+fn kernel_from_source_adds_two_buffers() {
+    let Some(platform) = platform_or_skip("kernel_from_source_adds_two_buffers") else {
+        return;
+    };
+    let n: u64 = (1 << 20) + 3; // not a multiple of the block size
+    let bytes = n * 4;
+    let kernel = platform.load_kernel(&ADD).unwrap();
+    let mut host = platform.host_storage().unwrap();
+    let mut device = platform.device_storage().unwrap();
+    let mut stream = platform.create_stream().unwrap();
+    let page = device.alloc(3 * bytes + 256).unwrap();
+
+    let mut input = words(n as usize, |i| i);
+    input.extend(words(n as usize, |i| 3 * i + 7));
+    input.extend(words(n as usize, |_| 0xdead_beef));
+    input.extend((n as u32).to_le_bytes());
+    let src = host_page(&mut host, &input);
+    let out = host_page(&mut host, &vec![0u8; bytes as usize]);
+
+    platform
+        .copy_to_device(
+            &mut stream,
+            host_range(src, 0, input.len() as u64),
+            DeviceRange {
+                page,
+                offset: 0,
+                len: input.len() as u64,
+            },
+        )
+        .unwrap();
+    let bindings = add_bindings(page, n);
+    platform
+        .launch(&mut stream, &kernel, add_dims(n), &bindings)
+        .unwrap();
+    platform
+        .copy_to_host(&mut stream, bindings[2].range, host_range(out, 0, bytes))
+        .unwrap();
+    drain(&platform, &mut stream);
+
+    let mut back = vec![0u8; bytes as usize];
+    host.read(out, 0, &mut back).unwrap();
+    let sums = to_words(&back);
+    for (i, &s) in sums.iter().enumerate() {
+        assert_eq!(s, 4 * i as u32 + 7, "word {i}");
+    }
+}
+
+#[test]
+fn compile_errors_are_typed_with_the_log() {
+    let Some(platform) = platform_or_skip("compile_errors_are_typed_with_the_log") else {
+        return;
+    };
+    let broken = KernelSource {
+        name: "broken",
+        source: "extern \"C\" __global__ void broken(int* p) { p[0] = undeclared_thing; }",
+    };
+    let err = load_err(&platform, &broken);
+    assert_eq!(err.kind(), ErrorKind::Kernel, "{err}");
+    assert_eq!(err.origin(), Origin::Hiprtc);
+    assert_eq!(err.call(), "hiprtcCompileProgram");
+    assert_eq!(err.name(), "HIPRTC_ERROR_COMPILATION");
+    let log = err.detail().unwrap_or_default();
+    assert!(
+        log.contains("undeclared_thing"),
+        "log should name the culprit: {log}"
+    );
+}
+
+#[test]
+fn a_missing_entry_point_is_typed() {
+    let Some(platform) = platform_or_skip("a_missing_entry_point_is_typed") else {
+        return;
+    };
+    let wrong_name = KernelSource {
+        name: "not_there",
+        source: ADD.source,
+    };
+    let err = load_err(&platform, &wrong_name);
+    assert_eq!(err.kind(), ErrorKind::Kernel, "{err}");
+    assert_eq!(err.call(), "hipModuleGetFunction");
+    assert_eq!(err.origin(), Origin::Hip);
+}
+
+#[test]
+fn too_many_bindings_are_refused() {
+    let Some(platform) = platform_or_skip("too_many_bindings_are_refused") else {
+        return;
+    };
+    let kernel = platform.load_kernel(&ADD).unwrap();
+    let mut stream = platform.create_stream().unwrap();
+    let mut device = platform.device_storage().unwrap();
+    let page = device.alloc(4096).unwrap();
+    let one = Binding {
+        range: DeviceRange {
+            page,
+            offset: 0,
+            len: 4,
+        },
+        access: Access::Read,
+    };
+    let many = vec![one; streamcore_hip::MAX_BINDINGS + 1];
+    let err = platform
+        .launch(&mut stream, &kernel, add_dims(1), &many)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidValue);
+}
+
+fn load_err(platform: &HipPlatform, source: &KernelSource<'_>) -> streamcore_hip::HipError {
+    match platform.load_kernel(source) {
+        Ok(_) => panic!("kernel {} should not load", source.name),
+        Err(e) => e,
+    }
+}

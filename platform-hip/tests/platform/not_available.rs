@@ -1,0 +1,72 @@
+//! With `ROCM_PATH` pointing at an empty folder (and no system-wide ROCm)
+//! the constructor fails with a typed `NotAvailable` error. Runs everywhere,
+//! CI included; the runtime is probed in a child process because the loader
+//! caches its answer for the life of a process.
+
+use streamcore::platform::PlatformError;
+use streamcore_hip::HipPlatform;
+
+use crate::common::{reports, run_child, visible};
+
+#[test]
+#[ignore = "run by `constructor_without_runtime_is_not_available` in a child process"]
+fn child_constructor_without_runtime() {
+    match HipPlatform::new() {
+        Ok(platform) => println!("CHILD-REPORT constructed {}", platform.device_name()),
+        Err(e) => {
+            println!(
+                "CHILD-REPORT kind={:?} origin={:?} call={}",
+                e.kind(),
+                e.origin(),
+                e.call()
+            );
+            println!("CHILD-REPORT display {e}");
+        }
+    }
+}
+
+#[test]
+fn constructor_without_runtime_is_not_available() {
+    let empty =
+        std::env::temp_dir().join(format!("streamcore-hip-empty-rocm-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let empty_str = empty.to_str().expect("temp dir is UTF-8");
+    let output = run_child(
+        "not_available::child_constructor_without_runtime",
+        &[("ROCM_PATH", empty_str)],
+        &["HIP_PATH"],
+    );
+    let _ = std::fs::remove_dir_all(&empty);
+    let lines = reports(&output);
+    assert!(output.status.success(), "child failed: {output:?}");
+    if let Some(line) = lines.iter().find(|l| l.starts_with("constructed")) {
+        visible(&format!(
+            "SKIPPED: constructor_without_runtime_is_not_available: a HIP runtime is installed \
+             system-wide, an empty ROCM_PATH cannot hide it ({line})"
+        ));
+        return;
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "kind=NotAvailable origin=Loader call=load libamdhip64/libhiprtc"),
+        "expected a typed NotAvailable loader error, child said {lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("display ") && l.contains("NotAvailable"))
+    );
+}
+
+#[test]
+fn error_kind_is_what_the_core_matches_on() {
+    // The classification the core relies on, without a device.
+    use streamcore::platform::ErrorKind;
+    use streamcore_hip::kind_of_hip_code;
+    assert_eq!(kind_of_hip_code(2), ErrorKind::OutOfMemory);
+    assert_eq!(kind_of_hip_code(900), ErrorKind::CaptureUnsupported);
+    assert_eq!(kind_of_hip_code(901), ErrorKind::CaptureInvalidated);
+    assert_eq!(kind_of_hip_code(100), ErrorKind::NotAvailable);
+    let _: fn(&streamcore_hip::HipError) -> ErrorKind = PlatformError::kind;
+}

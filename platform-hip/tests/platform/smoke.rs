@@ -1,0 +1,144 @@
+//! Streams, events, properties and copies.
+
+use streamcore::platform::HostStorage;
+use streamcore::platform::{DeviceRange, Platform, Storage};
+
+use crate::common::{drain, host_page, host_range, platform_or_skip, visible, words};
+
+#[test]
+fn properties_come_from_the_driver() {
+    let Some(platform) = platform_or_skip("properties_come_from_the_driver") else {
+        return;
+    };
+    let p = platform.properties();
+    visible(&format!(
+        "device {}: {} bytes, max page {}, alignment {}, integrated {}",
+        platform.device_name(),
+        p.total_memory,
+        p.max_page_size,
+        p.alignment,
+        p.integrated
+    ));
+    assert!(p.total_memory > 0);
+    assert!(p.alignment.is_power_of_two() && p.alignment >= 256);
+    assert!(p.max_page_size <= p.total_memory && p.max_page_size % p.alignment == 0);
+    assert!(!platform.device_name().is_empty());
+    // Discrete data-centre parts: a wrong attribute number (CUDA's 16 is the
+    // multiprocessor count, HIP's 16 is Integrated) would read `true` here.
+    let name = platform.device_name();
+    if ["H100", "H200", "A100", "MI210", "MI250", "MI300X"]
+        .iter()
+        .any(|m| name.contains(m))
+    {
+        assert!(!p.integrated, "{name} is a discrete GPU");
+    }
+}
+
+#[test]
+fn events_pass_and_stay_passed() {
+    let Some(platform) = platform_or_skip("events_pass_and_stay_passed") else {
+        return;
+    };
+    let mut stream = platform.create_stream().unwrap();
+    let event = platform.record(&mut stream).unwrap();
+    platform.synchronize(&event).unwrap();
+    assert!(platform.query(&event).unwrap());
+    assert!(
+        platform.query(&event).unwrap(),
+        "once passed, always passed"
+    );
+    // A second event on the same stream, polled until it passes.
+    let second = platform.record(&mut stream).unwrap();
+    let mut polls = 0u64;
+    while !platform.query(&second).unwrap() {
+        polls += 1;
+        assert!(polls < 100_000_000, "an empty stream's event never passed");
+    }
+    drop(event);
+    drop(second);
+}
+
+#[test]
+fn round_trip_through_device_with_offsets() {
+    let Some(platform) = platform_or_skip("round_trip_through_device_with_offsets") else {
+        return;
+    };
+    let len = 1 << 20;
+    let mut host = platform.host_storage().unwrap();
+    let mut device = platform.device_storage().unwrap();
+    let mut stream = platform.create_stream().unwrap();
+
+    let mut input = vec![0u8; len + 100];
+    input[100..].copy_from_slice(&words(len / 4, |i| i.wrapping_mul(2_654_435_761)));
+    let src = host_page(&mut host, &input);
+    let out = host_page(&mut host, &vec![0u8; len]);
+    let a = device.alloc(len as u64 + 256).unwrap();
+    let b = device.alloc(len as u64).unwrap();
+
+    let dev_a = DeviceRange {
+        page: a,
+        offset: 256,
+        len: len as u64,
+    };
+    let dev_b = DeviceRange {
+        page: b,
+        offset: 0,
+        len: len as u64,
+    };
+    platform
+        .copy_to_device(&mut stream, host_range(src, 100, len as u64), dev_a)
+        .unwrap();
+    platform.copy_device(&mut stream, dev_a, dev_b).unwrap();
+    platform
+        .copy_to_host(&mut stream, dev_b, host_range(out, 0, len as u64))
+        .unwrap();
+    drain(&platform, &mut stream);
+
+    let mut back = vec![0u8; len];
+    host.read(out, 0, &mut back).unwrap();
+    assert!(back == input[100..], "bytes changed on the round trip");
+}
+
+#[test]
+fn wait_orders_work_across_streams() {
+    let Some(platform) = platform_or_skip("wait_orders_work_across_streams") else {
+        return;
+    };
+    let len: usize = 64 << 20;
+    let mut host = platform.host_storage().unwrap();
+    let mut device = platform.device_storage().unwrap();
+    let mut producer = platform.create_stream().unwrap();
+    let mut consumer = platform.create_stream().unwrap();
+
+    let input = words(len / 4, |i| i ^ 0x5a5a_5a5a);
+    let src = host_page(&mut host, &input);
+    let out = host_page(&mut host, &vec![0u8; len]);
+    let page = device.alloc(len as u64).unwrap();
+    let whole = DeviceRange {
+        page,
+        offset: 0,
+        len: len as u64,
+    };
+
+    platform
+        .copy_to_device(&mut producer, host_range(src, 0, len as u64), whole)
+        .unwrap();
+    let written = platform.record(&mut producer).unwrap();
+    platform.wait(&mut consumer, &written).unwrap();
+    platform
+        .copy_to_host(&mut consumer, whole, host_range(out, 0, len as u64))
+        .unwrap();
+    let done = platform.record(&mut consumer).unwrap();
+    platform.synchronize(&done).unwrap();
+    assert!(
+        platform.query(&written).unwrap(),
+        "the waited-on event passed first"
+    );
+
+    let mut back = vec![0u8; len];
+    host.read(out, 0, &mut back).unwrap();
+    assert!(
+        back == input,
+        "the consumer read before the producer's copy landed"
+    );
+}

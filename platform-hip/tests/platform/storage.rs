@@ -1,0 +1,127 @@
+//! Device and pinned storages: alloc, deferred free, OOM, bounds.
+
+use streamcore::platform::{
+    DeviceRange, ErrorKind, HostStorage, PageId, Platform, PlatformError, Storage,
+};
+
+use crate::common::{host_range, platform_or_skip};
+
+#[test]
+fn device_pages_are_distinct_aligned_and_freed_on_flush() {
+    let Some(platform) = platform_or_skip("device_pages_are_distinct_aligned_and_freed_on_flush")
+    else {
+        return;
+    };
+    let mut device = platform.device_storage().unwrap();
+    let align = device.alignment();
+    let pages: Vec<PageId> = (0..4).map(|_| device.alloc(1 << 20).unwrap()).collect();
+    for (i, p) in pages.iter().enumerate() {
+        assert_eq!(p.0 % align, 0, "page {i} misaligned");
+        assert!(pages[..i].iter().all(|q| q != p), "duplicate page id");
+    }
+    assert_eq!(device.live_bytes(), 4 << 20);
+    device.dealloc(pages[1]);
+    device.dealloc(pages[2]);
+    assert_eq!(device.pending_pages(), 2);
+    assert_eq!(device.live_bytes(), 2 << 20);
+    device.flush().unwrap();
+    assert_eq!(device.pending_pages(), 0);
+}
+
+#[test]
+fn out_of_memory_is_typed_and_changes_nothing() {
+    let Some(platform) = platform_or_skip("out_of_memory_is_typed_and_changes_nothing") else {
+        return;
+    };
+    let mut device = platform.device_storage().unwrap();
+    let before = device.live_bytes();
+    let err = device.alloc(1 << 50).expect_err("a petabyte cannot fit");
+    assert_eq!(err.kind(), ErrorKind::OutOfMemory, "{err}");
+    assert_eq!(err.call(), "hipMalloc");
+    assert_eq!(err.name(), "hipErrorOutOfMemory");
+    assert_eq!(device.live_bytes(), before);
+    // Not sticky: the next allocation works.
+    let page = device.alloc(4096).unwrap();
+    device.dealloc(page);
+    device.flush().unwrap();
+}
+
+#[test]
+fn host_pages_refuse_out_of_range_access() {
+    let Some(platform) = platform_or_skip("host_pages_refuse_out_of_range_access") else {
+        return;
+    };
+    let mut host = platform.host_storage().unwrap();
+    let page = host.alloc(4096).unwrap();
+    host.write(page, 4000, &[7u8; 96]).unwrap();
+    let mut out = [0u8; 96];
+    host.read(page, 4000, &mut out).unwrap();
+    assert_eq!(out, [7u8; 96]);
+
+    let err = host.write(page, 4001, &[0u8; 96]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidValue);
+    let err = host.read(page, u64::MAX, &mut out).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidValue);
+    let err = host.read(PageId(page.0 + 1), 0, &mut out).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidValue, "not a page id");
+
+    host.dealloc(page);
+    assert_eq!(
+        host.read(page, 0, &mut out).unwrap_err().kind(),
+        ErrorKind::InvalidValue
+    );
+    host.flush().unwrap();
+}
+
+#[test]
+fn copies_refuse_host_ranges_outside_live_pages_and_mismatched_lengths() {
+    let Some(platform) =
+        platform_or_skip("copies_refuse_host_ranges_outside_live_pages_and_mismatched_lengths")
+    else {
+        return;
+    };
+    let mut host = platform.host_storage().unwrap();
+    let mut device = platform.device_storage().unwrap();
+    let mut stream = platform.create_stream().unwrap();
+    let h = host.alloc(4096).unwrap();
+    let d = device.alloc(8192).unwrap();
+
+    let past_end = platform.copy_to_host(
+        &mut stream,
+        DeviceRange {
+            page: d,
+            offset: 0,
+            len: 8192,
+        },
+        host_range(h, 0, 8192),
+    );
+    assert_eq!(past_end.unwrap_err().kind(), ErrorKind::InvalidValue);
+
+    let mismatched = platform.copy_to_device(
+        &mut stream,
+        host_range(h, 0, 16),
+        DeviceRange {
+            page: d,
+            offset: 0,
+            len: 32,
+        },
+    );
+    assert_eq!(mismatched.unwrap_err().kind(), ErrorKind::InvalidValue);
+
+    host.dealloc(h);
+    host.flush().unwrap();
+    let freed = platform.copy_to_host(
+        &mut stream,
+        DeviceRange {
+            page: d,
+            offset: 0,
+            len: 16,
+        },
+        host_range(h, 0, 16),
+    );
+    assert_eq!(
+        freed.unwrap_err().kind(),
+        ErrorKind::InvalidValue,
+        "freed page"
+    );
+}

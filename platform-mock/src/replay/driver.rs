@@ -1,0 +1,264 @@
+//! The replay driver: feeds a [`Trace`] through a [`ReplayTarget`] (one
+//! memory manager per stream) and measures what it held.
+
+use std::fmt;
+use std::string::String;
+use std::time::Instant;
+use std::vec::Vec;
+
+use streamcore::memory::{MemoryLayout, MemoryManager, MemoryReport, SliceHandle};
+use streamcore::platform::Storage;
+
+use super::counting::{Accounting, CountingStorage, StorageStats};
+use super::trace::{Trace, TraceEvent};
+
+/// Something that serves a trace's allocations: one allocator per stream.
+pub trait ReplayTarget {
+    /// What an allocation is known by (moved into `free`).
+    type Handle;
+    /// Why an allocation failed.
+    type Error: fmt::Display;
+
+    /// Reserves `size` bytes on `stream`.
+    fn alloc(&mut self, stream: u32, size: u64) -> Result<Self::Handle, Self::Error>;
+
+    /// Frees an allocation made on `stream`.
+    fn free(&mut self, stream: u32, handle: Self::Handle) -> Result<(), Self::Error>;
+
+    /// The accounting every storage of the target reports into.
+    fn accounting(&self) -> &Accounting;
+}
+
+/// One point of the series sampler.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Sample {
+    /// Events done.
+    pub event: u64,
+    /// Bytes the storages held.
+    pub reserved: u64,
+    /// Bytes the trace had live.
+    pub live: u64,
+}
+
+/// Hooks of a replay; all optional.
+#[derive(Default)]
+pub struct ReplayOptions<'a> {
+    /// Called with (events done, total) every `progress_every` events and at
+    /// the end.
+    pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+    /// How often `progress` is called (0: only at the end).
+    pub progress_every: u64,
+    /// Called every `sample_every` events (and after the last) with the
+    /// bytes reserved and live.
+    pub sampler: Option<&'a mut dyn FnMut(Sample)>,
+    /// Sampling stride (0 is taken as 1).
+    pub sample_every: u64,
+}
+
+/// What a replay measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplayReport {
+    /// Events replayed.
+    pub events: u64,
+    /// Allocations among them.
+    pub allocs: u64,
+    /// The most bytes the storages held at once (released pages count until
+    /// flushed).
+    pub peak_reserved: u64,
+    /// The most bytes the trace had live at once (its own sizes).
+    pub peak_live: u64,
+    /// The storages' counters at the end.
+    pub storage: StorageStats,
+    /// Wall time of the event loop, in nanoseconds.
+    pub elapsed_ns: u64,
+}
+
+impl ReplayReport {
+    /// Peak reserved / peak live.
+    pub fn ratio(&self) -> f64 {
+        if self.peak_live == 0 {
+            0.0
+        } else {
+            self.peak_reserved as f64 / self.peak_live as f64
+        }
+    }
+
+    /// Nanoseconds per event (alloc or free).
+    pub fn ns_per_op(&self) -> f64 {
+        if self.events == 0 {
+            0.0
+        } else {
+            self.elapsed_ns as f64 / self.events as f64
+        }
+    }
+}
+
+impl fmt::Display for ReplayReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use streamcore::memory::HumanBytes;
+        writeln!(f, "events            {}", self.events)?;
+        writeln!(f, "peak reserved     {}", HumanBytes(self.peak_reserved))?;
+        writeln!(f, "peak live         {}", HumanBytes(self.peak_live))?;
+        writeln!(f, "reserved / live   {:.3}", self.ratio())?;
+        writeln!(f, "storage allocs    {}", self.storage.allocs)?;
+        writeln!(f, "storage deallocs  {}", self.storage.deallocs)?;
+        write!(f, "time per op       {:.1} ns", self.ns_per_op())
+    }
+}
+
+/// A replay that could not finish.
+#[derive(Debug)]
+pub struct ReplayError {
+    /// The 0-based event index that failed.
+    pub event: u64,
+    /// What the target said.
+    pub why: String,
+}
+
+impl fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "event {}: {}", self.event, self.why)
+    }
+}
+
+impl std::error::Error for ReplayError {}
+
+/// Replays `trace` through `target`.
+pub fn replay<T: ReplayTarget>(
+    trace: &Trace,
+    target: &mut T,
+    mut options: ReplayOptions<'_>,
+) -> Result<ReplayReport, ReplayError> {
+    let total = trace.events.len() as u64;
+    let mut handles: Vec<Option<(u32, u64, T::Handle)>> = Vec::new();
+    handles.resize_with(trace.slots as usize, || None);
+    let mut live = 0u64;
+    let mut peak_live = 0u64;
+    let mut allocs = 0u64;
+    let progress_every = options.progress_every;
+    let sample_every = options.sample_every.max(1);
+    let hooks = options.progress.is_some() || options.sampler.is_some();
+    let start = Instant::now();
+    for (i, e) in trace.events.iter().enumerate() {
+        match *e {
+            TraceEvent::Alloc { slot, size, stream } => {
+                let h = target.alloc(stream, size).map_err(|e| ReplayError {
+                    event: i as u64,
+                    why: std::format!("alloc of {size} B on stream {stream}: {e}"),
+                })?;
+                handles[slot as usize] = Some((stream, size, h));
+                live += size;
+                peak_live = peak_live.max(live);
+                allocs += 1;
+            }
+            TraceEvent::Free { slot } => {
+                // A loaded trace only frees live slots.
+                if let Some((stream, size, h)) = handles[slot as usize].take() {
+                    target.free(stream, h).map_err(|e| ReplayError {
+                        event: i as u64,
+                        why: std::format!("free on stream {stream}: {e}"),
+                    })?;
+                    live -= size;
+                }
+            }
+        }
+        if hooks {
+            let done = i as u64 + 1;
+            if let Some(p) = options.progress.as_mut() {
+                if progress_every > 0 && done % progress_every == 0 && done != total {
+                    p(done, total);
+                }
+            }
+            if let Some(s) = options.sampler.as_mut() {
+                if done % sample_every == 0 || done == total {
+                    s(Sample {
+                        event: done,
+                        reserved: target.accounting().held(),
+                        live,
+                    });
+                }
+            }
+        }
+    }
+    let elapsed_ns = start.elapsed().as_nanos() as u64;
+    if let Some(p) = options.progress.as_mut() {
+        p(total, total);
+    }
+    let storage = target.accounting().stats();
+    Ok(ReplayReport {
+        events: total,
+        allocs,
+        peak_reserved: storage.peak_held,
+        peak_live,
+        storage,
+        elapsed_ns,
+    })
+}
+
+/// streamcore's managers, one per stream, over counting storages.
+pub struct StreamcoreTarget {
+    accounting: Accounting,
+    layout: MemoryLayout,
+    alignment: u64,
+    managers: Vec<MemoryManager<CountingStorage>>,
+}
+
+impl StreamcoreTarget {
+    /// Managers with `layout`, storages aligned to `alignment`.
+    pub fn new(layout: MemoryLayout, alignment: u64) -> Self {
+        Self {
+            accounting: Accounting::new(),
+            layout,
+            alignment,
+            managers: Vec::new(),
+        }
+    }
+
+    /// The same, reporting into an existing accounting (to set a capacity).
+    pub fn with_accounting(layout: MemoryLayout, alignment: u64, accounting: Accounting) -> Self {
+        Self {
+            accounting,
+            layout,
+            alignment,
+            managers: Vec::new(),
+        }
+    }
+
+    /// The managers, by stream.
+    pub fn managers(&self) -> &[MemoryManager<CountingStorage>] {
+        &self.managers
+    }
+
+    /// The report of each stream's manager.
+    pub fn reports(&self) -> Vec<MemoryReport> {
+        self.managers.iter().map(MemoryManager::report).collect()
+    }
+
+    fn manager(&mut self, stream: u32) -> &mut MemoryManager<CountingStorage> {
+        while self.managers.len() <= stream as usize {
+            let storage = CountingStorage::new(self.accounting.clone(), self.alignment);
+            self.managers
+                .push(MemoryManager::new(storage, self.layout.clone()));
+        }
+        &mut self.managers[stream as usize]
+    }
+}
+
+impl ReplayTarget for StreamcoreTarget {
+    type Handle = SliceHandle;
+    type Error = streamcore::memory::MemoryError<<CountingStorage as Storage>::Error>;
+
+    #[inline]
+    fn alloc(&mut self, stream: u32, size: u64) -> Result<SliceHandle, Self::Error> {
+        self.manager(stream).reserve(size).map(|(h, _)| h)
+    }
+
+    #[inline]
+    fn free(&mut self, stream: u32, handle: SliceHandle) -> Result<(), Self::Error> {
+        self.manager(stream).free(handle)
+    }
+
+    fn accounting(&self) -> &Accounting {
+        &self.accounting
+    }
+}

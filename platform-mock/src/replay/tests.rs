@@ -1,0 +1,297 @@
+//! Tests of the trace loader and the replay driver.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::string::String;
+use std::vec::Vec;
+
+use streamcore::memory::{MemoryLayout, MemoryPolicy, PoolSpec};
+use streamcore::platform::DeviceProperties;
+
+use super::*;
+
+const HEADER: &str = r#"{"header": {"workload": "unit", "peak_allocated_bytes": 2000, "peak_reserved_bytes": 3000, "streams": 1, "actions": {"alloc": 2}}}"#;
+
+fn temp_path(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(std::format!("streamcore-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn gzip(text: &str) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(text.as_bytes()).unwrap();
+    enc.finish().unwrap()
+}
+
+fn parse(text: &str) -> Result<Trace, TraceError> {
+    Trace::read(text.as_bytes(), Path::new("inline"))
+}
+
+fn lines(events: &[&str]) -> String {
+    let mut s = String::from(HEADER);
+    for e in events {
+        s.push('\n');
+        s.push_str(e);
+    }
+    s.push('\n');
+    s
+}
+
+#[test]
+fn loads_gzip_and_plain_alike() {
+    let text = lines(&[
+        r#"{"op":"alloc","id":7,"size":1000,"stream":0}"#,
+        r#"{"op":"alloc","id":9,"size":24,"stream":1}"#,
+        r#"{"op":"free","id":7}"#,
+        r#"{"op":"alloc","id":7,"size":5,"stream":0}"#,
+    ]);
+    let plain = parse(&text).unwrap();
+    let gz_path = temp_path("t.jsonl.gz");
+    std::fs::write(&gz_path, gzip(&text)).unwrap();
+    let gz = Trace::load(&gz_path).unwrap();
+    assert_eq!(plain, gz);
+    assert_eq!(plain.header.workload, "unit");
+    assert_eq!(plain.header.recorder_ratio(), Some(1.5));
+    assert_eq!((plain.slots, plain.streams), (3, 2));
+    assert_eq!(
+        plain.events,
+        vec![
+            TraceEvent::Alloc {
+                slot: 0,
+                size: 1000,
+                stream: 0
+            },
+            TraceEvent::Alloc {
+                slot: 1,
+                size: 24,
+                stream: 1
+            },
+            TraceEvent::Free { slot: 0 },
+            TraceEvent::Alloc {
+                slot: 2,
+                size: 5,
+                stream: 0
+            },
+        ]
+    );
+}
+
+#[test]
+fn missing_file_and_broken_gzip_are_typed() {
+    let missing = temp_path("does-not-exist.jsonl.gz");
+    assert!(matches!(
+        Trace::load(&missing),
+        Err(TraceError::NotFound { .. })
+    ));
+    let mut events = Vec::new();
+    for i in 0..500 {
+        events.push(std::format!(
+            r#"{{"op":"alloc","id":{i},"size":{},"stream":0}}"#,
+            512 + i
+        ));
+    }
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let full = gzip(&lines(&refs));
+    let cut = temp_path("cut.jsonl.gz");
+    std::fs::write(&cut, &full[..full.len() / 2]).unwrap();
+    let e = Trace::load(&cut).unwrap_err();
+    assert!(matches!(e, TraceError::TruncatedGzip { .. }), "{e:?}");
+    assert!(std::format!("{e}").contains("truncated"), "{e}");
+    let mut bad = full.clone();
+    for b in &mut bad[20..60] {
+        *b ^= 0x5a;
+    }
+    let bad_path = temp_path("bad.jsonl.gz");
+    std::fs::write(&bad_path, &bad).unwrap();
+    let e = Trace::load(&bad_path).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TraceError::BadGzip { .. } | TraceError::TruncatedGzip { .. }
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn malformed_lines_name_the_line_and_the_reason() {
+    let cases: [(&str, usize, &str); 6] = [
+        (r#"{"op":"alloc","id":1,"size":10"#, 2, "unexpected end"),
+        (r#"{"op":"alloc","id":1,"stream":0}"#, 2, "missing \"size\""),
+        (
+            r#"{"op":"alloc","id":1,"size":-4,"stream":0}"#,
+            2,
+            "\"size\" is not",
+        ),
+        (r#"{"op":"grow","id":1}"#, 2, "unknown op \"grow\""),
+        (r#"{"id":1}"#, 2, "missing \"op\""),
+        (
+            r#"{"op":"alloc","id":1,"size":4,"stream":5000}"#,
+            2,
+            "stream 5000",
+        ),
+    ];
+    for (line, at, why) in cases {
+        match parse(&lines(&[line])) {
+            Err(TraceError::MalformedLine { line: l, why: w }) => {
+                assert_eq!(l, at, "{line}");
+                assert!(w.contains(why), "{line}: {w}");
+            }
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+    let e = parse(&lines(&[
+        r#"{"op":"alloc","id":1,"size":4,"stream":0}"#,
+        "not json",
+    ]))
+    .unwrap_err();
+    assert!(std::format!("{e}").starts_with("line 3: "), "{e}");
+}
+
+#[test]
+fn semantic_errors_are_typed() {
+    assert!(matches!(
+        parse(&lines(&[r#"{"op":"free","id":4}"#])),
+        Err(TraceError::UnknownFree { line: 2, id: 4 })
+    ));
+    assert!(matches!(
+        parse(&lines(&[
+            r#"{"op":"alloc","id":4,"size":8,"stream":0}"#,
+            r#"{"op":"alloc","id":4,"size":8,"stream":0}"#
+        ])),
+        Err(TraceError::DuplicateId { line: 3, id: 4 })
+    ));
+    assert!(matches!(
+        parse(&lines(&[r#"{"op":"alloc","id":4,"size":0,"stream":0}"#])),
+        Err(TraceError::ZeroSize { line: 2, id: 4 })
+    ));
+    assert!(matches!(
+        parse(&lines(&[
+            r#"{"op":"alloc","id":4,"size":99999999999999999,"stream":0}"#
+        ])),
+        Err(TraceError::AbsurdSize { line: 2, id: 4, .. })
+    ));
+    assert!(matches!(parse(""), Err(TraceError::MissingHeader { .. })));
+    assert!(matches!(
+        parse(r#"{"op":"alloc","id":4,"size":8,"stream":0}"#),
+        Err(TraceError::MissingHeader { .. })
+    ));
+    assert!(matches!(
+        parse(r#"{"header": 3}"#),
+        Err(TraceError::MissingHeader { .. })
+    ));
+}
+
+fn small_layout() -> MemoryLayout {
+    MemoryLayout::new(
+        &[PoolSpec::small(1 << 16, 1024), PoolSpec::exclusive(1 << 30)],
+        256,
+        MemoryPolicy::default(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn replay_measures_peaks_and_calls_the_hooks() {
+    let trace = parse(&lines(&[
+        r#"{"op":"alloc","id":1,"size":1048576,"stream":0}"#,
+        r#"{"op":"alloc","id":2,"size":2097152,"stream":1}"#,
+        r#"{"op":"free","id":1}"#,
+        r#"{"op":"alloc","id":3,"size":1048576,"stream":0}"#,
+        r#"{"op":"free","id":3}"#,
+        r#"{"op":"free","id":2}"#,
+    ]))
+    .unwrap();
+    let mut progress = Vec::new();
+    let mut samples = Vec::new();
+    let mut on_progress = |done, total| progress.push((done, total));
+    let mut on_sample = |s: Sample| samples.push(s);
+    let mut target = StreamcoreTarget::new(small_layout(), 256);
+    let report = replay(
+        &trace,
+        &mut target,
+        ReplayOptions {
+            progress: Some(&mut on_progress),
+            progress_every: 2,
+            sampler: Some(&mut on_sample),
+            sample_every: 1,
+        },
+    )
+    .unwrap();
+    assert_eq!(report.events, 6);
+    assert_eq!(report.allocs, 3);
+    assert_eq!(report.peak_live, 3 << 20);
+    assert_eq!(
+        report.peak_reserved,
+        3 << 20,
+        "the idle page is reused exactly"
+    );
+    assert_eq!(report.storage.allocs, 2);
+    assert!((report.ratio() - 1.0).abs() < 1e-12);
+    assert_eq!(progress, vec![(2, 6), (4, 6), (6, 6)]);
+    let live: Vec<u64> = samples.iter().map(|s| s.live >> 20).collect();
+    assert_eq!(live, vec![1, 3, 2, 3, 2, 0]);
+    assert!(samples.iter().all(|s| s.reserved >= s.live));
+    assert_eq!(target.managers().len(), 2, "one manager per stream");
+    let text = std::format!("{report}");
+    assert!(text.contains("reserved / live   1.000"), "{text}");
+}
+
+#[test]
+fn replay_failures_name_the_event() {
+    let trace = parse(&lines(&[
+        r#"{"op":"alloc","id":1,"size":1048576,"stream":0}"#,
+        r#"{"op":"alloc","id":2,"size":1048576,"stream":0}"#,
+    ]))
+    .unwrap();
+    let mut target =
+        StreamcoreTarget::with_accounting(small_layout(), 256, Accounting::with_capacity(1 << 20));
+    let e = replay(&trace, &mut target, ReplayOptions::default()).unwrap_err();
+    assert_eq!(e.event, 1);
+    assert!(e.why.contains("out of memory"), "{e}");
+}
+
+/// The recorded traces, through the default layout: peak reserved / peak
+/// live at or below the targets (a deterministic figure, not a timing).
+#[test]
+fn recorded_traces_meet_the_ratio_targets() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
+    let props = DeviceProperties {
+        total_memory: 141_000_000_000,
+        max_page_size: 141_000_000_000 / 4,
+        alignment: 256,
+        integrated: false,
+    };
+    for (name, target) in [
+        ("gpt2_train", 1.047),
+        ("resnet50_train", 1.043),
+        ("llama_decode", 1.043),
+        ("two_stream_pipeline", 1.050),
+    ] {
+        let trace = Trace::load(dir.join(std::format!("{name}.jsonl.gz"))).unwrap();
+        assert_eq!(
+            trace.header.events,
+            Some(trace.events.len() as u64),
+            "{name}: header and events agree"
+        );
+        let mut t = StreamcoreTarget::new(MemoryLayout::for_device(&props), 256);
+        let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
+        assert!(r.ratio() <= target, "{name}: {:.4} > {target}", r.ratio());
+        assert!(r.ratio() >= 1.0, "{name}: reserved below live?");
+        // Everything the trace frees is back in the pools.
+        let live_left: u64 = t.reports().iter().map(|r| r.total().in_use).sum();
+        let mut live = std::collections::HashMap::new();
+        for e in &trace.events {
+            match *e {
+                TraceEvent::Alloc { slot, size, .. } => {
+                    live.insert(slot, size);
+                }
+                TraceEvent::Free { slot } => {
+                    live.remove(&slot);
+                }
+            }
+        }
+        assert_eq!(live_left, live.values().sum::<u64>(), "{name}");
+    }
+}

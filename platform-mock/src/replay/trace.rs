@@ -1,0 +1,395 @@
+//! Allocation traces: gzip (or plain) JSON lines, a header first, then
+//! `{"op":"alloc","id","size","stream"}` / `{"op":"free","id"}` events.
+//!
+//! Loading checks the whole trace: every free names a live id, every size is
+//! sensible, ids are renumbered into dense slots so a replay needs no map.
+
+use std::fmt;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::string::String;
+use std::vec::Vec;
+use streamcore::hash::FxHashMap;
+
+use super::json::{self, Value};
+
+/// The largest size a trace may name (16 TiB, beyond any device).
+pub const MAX_TRACE_SIZE: u64 = 1 << 44;
+/// The most streams a trace may use.
+pub const MAX_TRACE_STREAMS: u32 = 1024;
+
+/// What the header says about the recorded run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceHeader {
+    /// The workload's name.
+    pub workload: String,
+    /// The recorder's own peak of allocated bytes (PyTorch's figure).
+    pub peak_allocated_bytes: Option<u64>,
+    /// The recorder's own peak of reserved bytes (PyTorch's figure).
+    pub peak_reserved_bytes: Option<u64>,
+    /// Storage allocations the recorder made.
+    pub segment_allocs: Option<u64>,
+    /// Streams the header announces.
+    pub streams: Option<u64>,
+    /// Events the header announces.
+    pub events: Option<u64>,
+    /// Bytes the recorder held before the recording began.
+    pub live_at_start_bytes: Option<u64>,
+}
+
+impl TraceHeader {
+    /// The recorder's peak reserved / peak allocated, when both are known.
+    pub fn recorder_ratio(&self) -> Option<f64> {
+        match (self.peak_reserved_bytes, self.peak_allocated_bytes) {
+            (Some(r), Some(a)) if a > 0 => Some(r as f64 / a as f64),
+            _ => None,
+        }
+    }
+}
+
+/// One event, ids renumbered into dense slots.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TraceEvent {
+    /// Reserve `size` bytes on `stream`; the allocation is known as `slot`.
+    Alloc {
+        /// Dense allocation number.
+        slot: u32,
+        /// Bytes.
+        size: u64,
+        /// Stream, numbered from 0.
+        stream: u32,
+    },
+    /// Free the allocation `slot`.
+    Free {
+        /// Dense allocation number.
+        slot: u32,
+    },
+}
+
+/// A loaded, checked trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    /// The header.
+    pub header: TraceHeader,
+    /// The events in order.
+    pub events: Vec<TraceEvent>,
+    /// Number of allocations (slots).
+    pub slots: u32,
+    /// Number of streams used (highest stream + 1).
+    pub streams: u32,
+}
+
+/// Why a trace could not be loaded.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TraceError {
+    /// The file does not exist.
+    NotFound {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Reading failed.
+    Io {
+        /// What was being read.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// The gzip stream ends early.
+    TruncatedGzip {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The gzip data is corrupt.
+    BadGzip {
+        /// The path.
+        path: PathBuf,
+        /// What the decoder said.
+        why: String,
+    },
+    /// The first line is not a `{"header": {...}}` object.
+    MissingHeader {
+        /// Why.
+        why: String,
+    },
+    /// A line could not be read as an event.
+    MalformedLine {
+        /// 1-based line number.
+        line: usize,
+        /// Why.
+        why: String,
+    },
+    /// A free of an id that is not live.
+    UnknownFree {
+        /// 1-based line number.
+        line: usize,
+        /// The id.
+        id: u64,
+    },
+    /// An alloc of an id that is already live.
+    DuplicateId {
+        /// 1-based line number.
+        line: usize,
+        /// The id.
+        id: u64,
+    },
+    /// An alloc of zero bytes.
+    ZeroSize {
+        /// 1-based line number.
+        line: usize,
+        /// The id.
+        id: u64,
+    },
+    /// An alloc larger than [`MAX_TRACE_SIZE`].
+    AbsurdSize {
+        /// 1-based line number.
+        line: usize,
+        /// The id.
+        id: u64,
+        /// The size.
+        size: u64,
+    },
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TraceError::NotFound { path } => write!(f, "{}: no such file", path.display()),
+            TraceError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            TraceError::TruncatedGzip { path } => {
+                write!(
+                    f,
+                    "{}: the gzip data ends early (truncated file?)",
+                    path.display()
+                )
+            }
+            TraceError::BadGzip { path, why } => {
+                write!(f, "{}: corrupt gzip data ({why})", path.display())
+            }
+            TraceError::MissingHeader { why } => write!(f, "line 1: no trace header ({why})"),
+            TraceError::MalformedLine { line, why } => write!(f, "line {line}: {why}"),
+            TraceError::UnknownFree { line, id } => {
+                write!(f, "line {line}: free of id {id}, which is not live")
+            }
+            TraceError::DuplicateId { line, id } => {
+                write!(f, "line {line}: alloc of id {id}, which is already live")
+            }
+            TraceError::ZeroSize { line, id } => write!(f, "line {line}: id {id} has size 0"),
+            TraceError::AbsurdSize { line, id, size } => write!(
+                f,
+                "line {line}: id {id} has size {size}, above the {MAX_TRACE_SIZE} B limit"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TraceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TraceError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl Trace {
+    /// Loads a trace file, gzip or plain (told apart by the gzip magic).
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, TraceError> {
+        let path = path.as_ref();
+        let file = std::fs::File::open(path).map_err(|source| {
+            if source.kind() == io::ErrorKind::NotFound {
+                TraceError::NotFound {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                TraceError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
+        })?;
+        Self::read(file, path)
+    }
+
+    /// Reads a trace from `reader` (gzip or plain); `path` names it in errors.
+    pub fn read(reader: impl Read, path: &Path) -> Result<Self, TraceError> {
+        let mut buffered = BufReader::with_capacity(1 << 16, reader);
+        let magic = buffered.fill_buf().map_err(|source| TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if magic.starts_with(&[0x1f, 0x8b]) {
+            let gz = flate2::read::MultiGzDecoder::new(buffered);
+            Self::parse_lines(BufReader::with_capacity(1 << 16, gz), path)
+        } else {
+            Self::parse_lines(buffered, path)
+        }
+    }
+
+    fn io_error(path: &Path, source: io::Error) -> TraceError {
+        match source.kind() {
+            io::ErrorKind::UnexpectedEof => TraceError::TruncatedGzip {
+                path: path.to_path_buf(),
+            },
+            io::ErrorKind::InvalidData | io::ErrorKind::InvalidInput => TraceError::BadGzip {
+                path: path.to_path_buf(),
+                why: source.to_string(),
+            },
+            _ => TraceError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    }
+
+    /// Parses JSON lines (already decompressed).
+    pub fn parse_lines(mut reader: impl BufRead, path: &Path) -> Result<Self, TraceError> {
+        let mut trace = Trace::default();
+        let mut live: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut buf = Vec::new();
+        let mut line = 0usize;
+        let mut header_seen = false;
+        loop {
+            buf.clear();
+            let n = reader
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| Self::io_error(path, e))?;
+            if n == 0 {
+                break;
+            }
+            line += 1;
+            let text = match std::str::from_utf8(&buf) {
+                Ok(t) => t.trim(),
+                Err(_) => {
+                    return Err(TraceError::MalformedLine {
+                        line,
+                        why: "not UTF-8".into(),
+                    });
+                }
+            };
+            if !header_seen {
+                header_seen = true;
+                trace.header = parse_header(text)?;
+                continue;
+            }
+            if text.is_empty() {
+                continue;
+            }
+            let event = parse_event(text, line, &mut live, &mut trace)?;
+            trace.events.push(event);
+        }
+        if !header_seen {
+            return Err(TraceError::MissingHeader {
+                why: "the trace is empty".into(),
+            });
+        }
+        Ok(trace)
+    }
+}
+
+fn parse_header(text: &str) -> Result<TraceHeader, TraceError> {
+    let v = json::parse(text).map_err(|why| TraceError::MissingHeader { why })?;
+    let Some(h) = v.get("header") else {
+        return Err(TraceError::MissingHeader {
+            why: "the first line has no \"header\" member".into(),
+        });
+    };
+    if !matches!(h, Value::Object(_)) {
+        return Err(TraceError::MissingHeader {
+            why: "\"header\" is not an object".into(),
+        });
+    }
+    let num = |k: &str| h.get(k).and_then(Value::as_u64);
+    Ok(TraceHeader {
+        workload: h
+            .get("workload")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .into(),
+        peak_allocated_bytes: num("peak_allocated_bytes"),
+        peak_reserved_bytes: num("peak_reserved_bytes"),
+        segment_allocs: num("segment_allocs"),
+        streams: num("streams"),
+        events: num("events"),
+        live_at_start_bytes: num("live_at_start_bytes"),
+    })
+}
+
+fn field(v: &Value, key: &str, line: usize) -> Result<u64, TraceError> {
+    match v.get(key) {
+        Some(Value::UInt(n)) => Ok(*n),
+        Some(_) => Err(TraceError::MalformedLine {
+            line,
+            why: std::format!("\"{key}\" is not a non-negative integer"),
+        }),
+        None => Err(TraceError::MalformedLine {
+            line,
+            why: std::format!("missing \"{key}\""),
+        }),
+    }
+}
+
+fn parse_event(
+    text: &str,
+    line: usize,
+    live: &mut FxHashMap<u64, u32>,
+    trace: &mut Trace,
+) -> Result<TraceEvent, TraceError> {
+    let v = json::parse(text).map_err(|why| TraceError::MalformedLine { line, why })?;
+    let op = match v.get("op") {
+        Some(Value::Str(s)) => s.as_str(),
+        Some(_) => {
+            return Err(TraceError::MalformedLine {
+                line,
+                why: "\"op\" is not a string".into(),
+            });
+        }
+        None => {
+            return Err(TraceError::MalformedLine {
+                line,
+                why: "missing \"op\"".into(),
+            });
+        }
+    };
+    let id = field(&v, "id", line)?;
+    match op {
+        "alloc" => {
+            let size = field(&v, "size", line)?;
+            let stream = field(&v, "stream", line)?;
+            if size == 0 {
+                return Err(TraceError::ZeroSize { line, id });
+            }
+            if size > MAX_TRACE_SIZE {
+                return Err(TraceError::AbsurdSize { line, id, size });
+            }
+            if stream >= u64::from(MAX_TRACE_STREAMS) {
+                return Err(TraceError::MalformedLine {
+                    line,
+                    why: std::format!("stream {stream} is above the limit of {MAX_TRACE_STREAMS}"),
+                });
+            }
+            let stream = stream as u32;
+            if trace.slots == u32::MAX {
+                return Err(TraceError::MalformedLine {
+                    line,
+                    why: "too many allocations".into(),
+                });
+            }
+            let slot = trace.slots;
+            if live.insert(id, slot).is_some() {
+                return Err(TraceError::DuplicateId { line, id });
+            }
+            trace.slots += 1;
+            trace.streams = trace.streams.max(stream + 1);
+            Ok(TraceEvent::Alloc { slot, size, stream })
+        }
+        "free" => match live.remove(&id) {
+            Some(slot) => Ok(TraceEvent::Free { slot }),
+            None => Err(TraceError::UnknownFree { line, id }),
+        },
+        other => Err(TraceError::MalformedLine {
+            line,
+            why: std::format!("unknown op \"{other}\""),
+        }),
+    }
+}

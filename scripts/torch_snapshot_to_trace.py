@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Convert a PyTorch CUDA memory snapshot into a streamcore allocation trace.
+
+Record the snapshot on the GPU machine:
+
+    torch.cuda.memory._record_memory_history(max_entries=1_000_000)
+    run_the_workload()
+    torch.cuda.memory._dump_snapshot("snapshot.pickle")  # or pickle.dump(_snapshot())
+
+then convert it (standard library only, no torch needed):
+
+    python3 torch_snapshot_to_trace.py snapshot.pickle trace.jsonl.gz
+
+and replay it with `streamcore replay trace.jsonl.gz`. The trace keeps the
+history's `alloc` events (sizes rounded up to the allocator's 512-byte blocks)
+and its `free_requested` events (when the program let go of a block). The header carries PyTorch's peaks: the ones given with
+--peak-reserved / --peak-allocated, or else the ones the snapshot implies (the
+segments held at the end, walked back through the history).
+"""
+
+import argparse
+import gzip
+import io
+import json
+import pickle
+import sys
+from pathlib import Path
+
+
+class _PlainData(pickle.Unpickler):
+    """A snapshot is plain dicts, lists, strings and numbers: load nothing else."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(
+            f"refusing to load {module}.{name}: a snapshot holds only plain data"
+        )
+
+
+def load_snapshot(path):
+    data = Path(path).read_bytes()
+    if data.lstrip()[:1] == b"{":
+        return json.loads(data)
+    return _PlainData(io.BytesIO(data)).load()
+
+
+def block_size(size):
+    """The caching allocator's block for a request: a multiple of 512 bytes.
+
+    The history records what was asked for; the allocator holds (and counts
+    in its allocated figure) the rounded block.
+    """
+    return max(512, (size + 511) // 512 * 512)
+
+
+def convert(snapshot, device=0):
+    """Returns (header, events, warnings) for one device's history."""
+    traces = snapshot.get("device_traces") or []
+    if device >= len(traces):
+        raise ValueError(f"the snapshot has no history for device {device}")
+    history = traces[device]
+    events, warnings = [], []
+    live = {}  # address -> id
+    streams = {}  # raw stream handle -> 0, 1, ...
+    actions = {}
+    next_id = 0
+    dropped_frees = 0
+    allocated = reserved = 0  # changes since the recording began
+    peak_allocated = peak_reserved = 0
+    for entry in history:
+        action, addr, size = entry.get("action"), entry.get("addr"), entry.get("size", 0)
+        actions[action] = actions.get(action, 0) + 1
+        if action in ("alloc", "free_completed"):
+            size = block_size(size)
+        if action == "alloc":
+            if addr in live:  # its free fell off the ring buffer: close it here
+                events.append({"op": "free", "id": live.pop(addr)})
+            stream = streams.setdefault(entry.get("stream", 0), len(streams))
+            live[addr] = next_id
+            events.append({"op": "alloc", "id": next_id, "size": size, "stream": stream})
+            next_id += 1
+            allocated += size
+        elif action == "free_requested":
+            if addr in live:
+                events.append({"op": "free", "id": live.pop(addr)})
+            else:
+                dropped_frees += 1
+        elif action == "free_completed":
+            allocated -= size
+        elif action in ("segment_alloc", "segment_map"):
+            reserved += size
+        elif action in ("segment_free", "segment_unmap"):
+            reserved -= size
+        peak_allocated = max(peak_allocated, allocated)
+        peak_reserved = max(peak_reserved, reserved)
+    if dropped_frees:
+        warnings.append(
+            f"{dropped_frees} frees of blocks allocated before the history began were dropped"
+        )
+    # What was held when the history began: the end state less the changes.
+    segments = [s for s in snapshot.get("segments", []) if s.get("device", 0) == device]
+    end_reserved = sum(s.get("total_size", 0) for s in segments)
+    end_allocated = sum(s.get("allocated_size", 0) for s in segments)
+    start_reserved = max(end_reserved - reserved, 0)
+    start_allocated = max(end_allocated - allocated, 0)
+    header = {
+        "workload": "",
+        "events": len(events),
+        "streams": len(streams),
+        "actions": actions,
+        "peak_allocated_bytes": start_allocated + peak_allocated,
+        "peak_reserved_bytes": start_reserved + peak_reserved,
+        "segment_allocs": actions.get("segment_alloc", 0) + actions.get("segment_map", 0),
+        "live_at_start_bytes": start_allocated,
+    }
+    return header, events, warnings
+
+
+def write_trace(path, header, events):
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "wt", encoding="utf-8") as out:
+        out.write(json.dumps({"header": header}) + "\n")
+        for e in events:
+            out.write(json.dumps(e, separators=(",", ":")) + "\n")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("snapshot", help="snapshot.pickle (as _dump_snapshot writes it) or .json")
+    p.add_argument("trace", help="output: trace.jsonl.gz (gzip) or trace.jsonl (plain)")
+    p.add_argument("--device", type=int, default=0, help="which device's history (default 0)")
+    p.add_argument("--workload", help="the workload's name (default: the snapshot's file name)")
+    p.add_argument("--peak-reserved", type=int, help="torch.cuda.max_memory_reserved()")
+    p.add_argument("--peak-allocated", type=int, help="torch.cuda.max_memory_allocated()")
+    args = p.parse_args(argv)
+    try:
+        snapshot = load_snapshot(args.snapshot)
+        if not isinstance(snapshot, dict):
+            raise ValueError("the file does not hold a snapshot (a dict)")
+        header, events, warnings = convert(snapshot, args.device)
+    except (OSError, ValueError, pickle.UnpicklingError, EOFError) as e:
+        print(f"torch_snapshot_to_trace: {args.snapshot}: {e}", file=sys.stderr)
+        return 1
+    header["workload"] = args.workload or Path(args.snapshot).name.split(".")[0]
+    if args.peak_reserved is not None:
+        header["peak_reserved_bytes"] = args.peak_reserved
+    if args.peak_allocated is not None:
+        header["peak_allocated_bytes"] = args.peak_allocated
+    for w in warnings:
+        print(f"torch_snapshot_to_trace: warning: {w}", file=sys.stderr)
+    try:
+        write_trace(args.trace, header, events)
+    except OSError as e:
+        print(f"torch_snapshot_to_trace: {args.trace}: {e}", file=sys.stderr)
+        return 1
+    print(f"{args.trace}: {len(events)} events, {header['streams']} streams", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
