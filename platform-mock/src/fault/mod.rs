@@ -17,7 +17,14 @@
 //!   three copies): the call reports the error and does nothing;
 //! - **device loss** ([`Effect::LoseDevice`]): that call and every later one
 //!   fails with [`ErrorKind::DeviceLost`](streamcore::platform::ErrorKind::DeviceLost) (`dealloc`, which cannot fail, is
-//!   dropped); [`FaultInjector::lose_device`] does it by hand.
+//!   dropped); [`FaultInjector::lose_device`] does it by hand;
+//! - **a failing `end_capture`**: the call is forwarded (the wrapped
+//!   platform stops capturing, as a driver does whatever it answers), the
+//!   graph it made is destroyed, and the error is reported;
+//! - **odd properties** ([`FaultInjector::report_properties`]): the device
+//!   properties a badly behaved driver might report (zero memory, pages of
+//!   `u64::MAX` bytes, an alignment that is not a power of two), whatever the
+//!   wrapped platform really has.
 //!
 //! A call counts once for every rule whose site it matches (a launch of
 //! `add` matches [`Site::Launch`], [`Site::Kernel`]`("add")` and
@@ -39,6 +46,8 @@ use streamcore::platform::{
     Binding, DeviceProperties, DeviceRange, HostRange, KernelSource, LaunchDims, Platform,
 };
 
+pub use plan::RuleId;
+
 use crate::rng::SplitMix64;
 
 /// One fault the injector caused.
@@ -57,7 +66,9 @@ pub struct InjectedFault {
 /// Shared between the injector and its storages.
 #[derive(Debug)]
 pub(crate) struct FaultState {
-    rules: Vec<(Rule, u64)>,
+    /// Each rule, its count of matching calls, and whether it is armed.
+    rules: Vec<(Rule, u64, bool)>,
+    properties: Option<DeviceProperties>,
     rng: SplitMix64,
     calls: u64,
     lost: bool,
@@ -86,7 +97,7 @@ pub(crate) fn check<E>(
     }
     let mut fired: Option<Effect> = None;
     let FaultState { rules, rng, .. } = &mut *st;
-    for (rule, count) in rules.iter_mut() {
+    for (rule, count, _) in rules.iter_mut().filter(|r| r.2) {
         if !rule.site.matches(&site, kernel) {
             continue;
         }
@@ -162,7 +173,8 @@ impl<P> FaultInjector<P> {
         Self {
             inner,
             state: Arc::new(Mutex::new(FaultState {
-                rules: rules.into_iter().map(|r| (r, 0)).collect(),
+                rules: rules.into_iter().map(|r| (r, 0, true)).collect(),
+                properties: None,
                 rng: SplitMix64::new(seed),
                 calls: 0,
                 lost: false,
@@ -193,8 +205,30 @@ impl<P> FaultInjector<P> {
 
     /// Adds `rule` to the plan from now on; its trigger counts only the calls
     /// made after this one (so `Trigger::Nth(1)` fails the next matching call).
-    pub fn add_rule(&self, rule: Rule) {
-        lock(&self.state).rules.push((rule, 0));
+    /// The id disarms it ([`FaultInjector::remove_rule`]).
+    pub fn add_rule(&self, rule: Rule) -> RuleId {
+        let mut st = lock(&self.state);
+        st.rules.push((rule, 0, true));
+        RuleId(st.rules.len() - 1)
+    }
+
+    /// Disarms a rule added by [`FaultInjector::add_rule`] (or the plan's
+    /// `n`-th rule, `RuleId(n)`): it fires no more. Returns whether it was
+    /// armed.
+    pub fn remove_rule(&self, id: RuleId) -> bool {
+        let mut st = lock(&self.state);
+        match st.rules.get_mut(id.0) {
+            Some(r) => core::mem::replace(&mut r.2, false),
+            None => false,
+        }
+    }
+
+    /// From now on [`Platform::properties`] answers `properties` (`None`:
+    /// the wrapped platform's own), as a driver reporting odd figures would.
+    /// Nothing else changes: storages keep the wrapped platform's real
+    /// limits.
+    pub fn report_properties(&self, properties: Option<DeviceProperties>) {
+        lock(&self.state).properties = properties;
     }
 
     /// Loses the device now: every later call fails with `DeviceLost`.
@@ -217,7 +251,9 @@ impl<P: Platform> Platform for FaultInjector<P> {
     type Error = FaultError<P::Error>;
 
     fn properties(&self) -> DeviceProperties {
-        self.inner.properties()
+        lock(&self.state)
+            .properties
+            .unwrap_or_else(|| self.inner.properties())
     }
 
     fn create_stream(&self) -> Result<Self::Stream, Self::Error> {
@@ -333,9 +369,21 @@ impl<P: Platform> Platform for FaultInjector<P> {
             .map_err(FaultError::Platform)
     }
 
+    /// Forwarded even when a fault strikes: the wrapped platform stops
+    /// capturing (a driver's `end_capture` ends the capture whatever it
+    /// answers), the graph it made is destroyed, and the fault is reported.
     fn end_capture(&self, stream: &mut Self::Stream) -> Result<Self::Graph, Self::Error> {
-        self.check(Site::EndCapture)?;
-        self.inner.end_capture(stream).map_err(FaultError::Platform)
+        let verdict = self.check(Site::EndCapture);
+        let graph = self.inner.end_capture(stream);
+        match verdict {
+            Ok(()) => graph.map_err(FaultError::Platform),
+            Err(e) => {
+                if let Ok(g) = graph {
+                    let _ = self.inner.destroy_graph(g);
+                }
+                Err(e)
+            }
+        }
     }
 
     fn launch_graph(
@@ -354,5 +402,76 @@ impl<P: Platform> Platform for FaultInjector<P> {
         self.inner
             .destroy_graph(graph)
             .map_err(FaultError::Platform)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MockConfig, MockPlatform};
+    use streamcore::platform::ErrorKind;
+
+    fn wrapped() -> FaultInjector<MockPlatform> {
+        let mock = MockPlatform::with_config(MockConfig::default().seed(1)).unwrap();
+        FaultInjector::new(mock, FaultPlan::new())
+    }
+
+    #[test]
+    fn a_failing_end_capture_still_ends_the_wrapped_capture() {
+        let f = wrapped();
+        let mut s = f.create_stream().unwrap();
+        f.add_rule(Rule {
+            site: Site::EndCapture,
+            trigger: Trigger::Nth(1),
+            effect: Effect::Fail(ErrorKind::Other),
+        });
+        f.begin_capture(&mut s).unwrap();
+        assert!(f.inner().is_capturing(&s));
+        assert!(f.end_capture(&mut s).is_err());
+        assert!(
+            !f.inner().is_capturing(&s),
+            "the mock must not be left capturing"
+        );
+        assert_eq!(f.injected().len(), 1);
+        // The stream captures again, and the next end succeeds.
+        f.begin_capture(&mut s).unwrap();
+        let g = f.end_capture(&mut s).unwrap();
+        f.destroy_graph(g).unwrap();
+        assert!(f.inner().hazards().is_empty());
+    }
+
+    #[test]
+    fn a_removed_rule_fires_no_more() {
+        let f = wrapped();
+        let mut s = f.create_stream().unwrap();
+        let id = f.add_rule(Rule {
+            site: Site::Record,
+            trigger: Trigger::Always,
+            effect: Effect::Fail(ErrorKind::Other),
+        });
+        assert!(f.record(&mut s).is_err());
+        assert!(f.remove_rule(id));
+        assert!(!f.remove_rule(id), "already disarmed");
+        assert!(!f.remove_rule(RuleId(99)));
+        assert!(f.record(&mut s).is_ok());
+        assert_eq!(f.injected().len(), 1);
+    }
+
+    #[test]
+    fn reported_properties_override_the_wrapped_ones() {
+        let f = wrapped();
+        let real = f.inner().properties();
+        assert_eq!(f.properties(), real);
+        let odd = DeviceProperties {
+            total_memory: 0,
+            max_page_size: u64::MAX,
+            alignment: 3,
+            integrated: true,
+        };
+        f.report_properties(Some(odd));
+        assert_eq!(f.properties(), odd);
+        assert_eq!(f.inner().properties(), real);
+        f.report_properties(None);
+        assert_eq!(f.properties(), real);
     }
 }

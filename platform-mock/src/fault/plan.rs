@@ -106,6 +106,11 @@ pub struct Rule {
     pub effect: Effect,
 }
 
+/// Names a rule of an injector: the plan's rules are `0..n` in order, each
+/// rule added later gets the next id.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RuleId(pub usize);
+
 /// A script of faults plus the seed for the random ones. Rules are checked in
 /// order; the first that fires on a call decides its fate.
 ///
