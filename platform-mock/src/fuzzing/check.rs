@@ -4,7 +4,7 @@ use std::format;
 use std::string::String;
 use std::vec::Vec;
 
-use streamcore::stream::{Phase, StreamId};
+use streamcore::stream::Phase;
 
 use super::driver::Driver;
 use crate::MemoryKind;
@@ -16,7 +16,7 @@ impl Driver {
     /// Every invariant of the oracle that does not depend on the op.
     pub(crate) fn check(&mut self) -> Result<(), String> {
         self.check_hazards()?;
-        self.model.collect();
+        self.collect();
         let census = self.device.census();
         let live = self.model.live_bufs().count();
         if census.buffers != live {
@@ -46,7 +46,7 @@ impl Driver {
             self.features.insert(FACT | 2);
         }
         for s in 0..self.streams {
-            let got = self.device.capture_phase(StreamId(s as u16));
+            let got = self.device.capture_phase(self.sid(s));
             let want = self.model.streams[s].phase;
             if got != want {
                 return Err(format!("stream {s} is in {got:?}; the model says {want:?}"));
@@ -74,16 +74,36 @@ impl Driver {
     }
 
     /// Pages the pools hold (reserved, plus released but not flushed) are
-    /// exactly the device pages the mock has not released; bytes in use
-    /// cover every live buffer.
+    /// exactly the device pages the mock has not released; each pool's
+    /// figures add up (its live slices' bytes, their padding and its idle
+    /// pages fit in its pages); bytes in use cover every live buffer.
     fn check_memory(&self) -> Result<(), String> {
-        let mut held = 0;
-        let mut in_use = 0;
+        let mut held: u64 = 0;
+        let mut in_use: u64 = 0;
+        let overflow = |what: &str| format!("the pools' {what} overflow u64: corrupt accounting");
         for s in 0..self.streams {
-            if let Some(r) = self.device.memory_report(StreamId(s as u16)) {
-                let t = r.total();
-                held += t.reserved + r.pending_release;
-                in_use += t.in_use;
+            if let Some(r) = self.device.memory_report(self.sid(s)) {
+                for p in &r.pools {
+                    let parts = p
+                        .in_use
+                        .checked_add(p.padding)
+                        .and_then(|x| x.checked_add(p.idle_bytes));
+                    if parts.is_none_or(|x| x > p.reserved) || p.idle_pages > p.pages {
+                        return Err(format!(
+                            "stream {s}'s {} pool does not add up: {p:?}",
+                            p.kind
+                        ));
+                    }
+                    held = held
+                        .checked_add(p.reserved)
+                        .ok_or_else(|| overflow("pages"))?;
+                    in_use = in_use
+                        .checked_add(p.in_use)
+                        .ok_or_else(|| overflow("bytes in use"))?;
+                }
+                held = held
+                    .checked_add(r.pending_release)
+                    .ok_or_else(|| overflow("pages"))?;
             }
         }
         let mock = self.mock.memory_used(MemoryKind::Device);
@@ -96,7 +116,7 @@ impl Driver {
             .model
             .live_bufs()
             .filter(|(_, b)| !b.unplaced)
-            .map(|(_, b)| b.data.len() as u64)
+            .map(|(_, b)| b.size)
             .sum();
         if in_use < need {
             return Err(format!(
@@ -115,11 +135,10 @@ impl Driver {
             match (self.device.range_of(h), m.unplaced) {
                 (None, true) => {}
                 (Some(r), false) => {
-                    if r.len != m.data.len() as u64 {
+                    if r.len != m.size {
                         return Err(format!(
                             "buffer of {} bytes sits on a range of {}",
-                            m.data.len(),
-                            r.len
+                            m.size, r.len
                         ));
                     }
                     ranges.push(r);
@@ -145,10 +164,7 @@ impl Driver {
     /// open windows record exactly the info words they used.
     fn check_info(&self) -> Result<(), String> {
         for s in 0..self.streams {
-            let c = self
-                .device
-                .info_census(StreamId(s as u16))
-                .unwrap_or_default();
+            let c = self.device.info_census(self.sid(s)).unwrap_or_default();
             let graphs = self
                 .model
                 .graphs
@@ -201,7 +217,7 @@ impl Driver {
         for s in 0..self.streams {
             if self.model.streams[s].phase != Phase::NoCapture {
                 self.device
-                    .abort_capture(StreamId(s as u16))
+                    .abort_capture(self.sid(s))
                     .map_err(|e| format!("abort_capture of stream {s} at teardown: {e}"))?;
                 let cached = core::mem::take(&mut self.model.streams[s].cached);
                 self.model.streams[s] = Default::default();
@@ -210,13 +226,14 @@ impl Driver {
         }
         self.graphs.clear();
         self.bufs.clear();
+        self.shadow.clear();
         for g in &mut self.model.graphs {
             *g = None;
         }
         for b in self.model.bufs.iter_mut().flatten() {
             b.handle = false;
         }
-        self.model.collect();
+        self.collect();
         self.device
             .sync_all()
             .map_err(|e| format!("final sync_all: {e}"))?;
@@ -224,10 +241,7 @@ impl Driver {
         let c = self.device.census();
         let mut entries = 0;
         for s in 0..self.streams {
-            let i = self
-                .device
-                .info_census(StreamId(s as u16))
-                .unwrap_or_default();
+            let i = self.device.info_census(self.sid(s)).unwrap_or_default();
             entries += i.entries as u64;
         }
         let leaks = (

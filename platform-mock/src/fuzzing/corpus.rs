@@ -49,7 +49,7 @@ pub fn scenarios() -> Vec<Program> {
     let cfg = |streams| Config {
         streams,
         seed: 7,
-        flush: 0,
+        ..Config::default()
     };
     let launch = |stream, kernel, a, b, out, k| Launch {
         stream,
@@ -172,6 +172,7 @@ pub fn scenarios() -> Vec<Program> {
                 streams: 1,
                 seed: 3,
                 flush: 1,
+                ..Config::default()
             },
             ops: vec![
                 Alloc { stream: 0, size: 6 },

@@ -72,8 +72,7 @@ impl Scope {
         Self {
             config: Config {
                 streams: 1,
-                seed: 0,
-                flush: 0,
+                ..Config::default()
             },
             setup: vec![
                 Op::Alloc { stream: 0, size: 1 },
@@ -279,7 +278,11 @@ fn run_one(
     script: &[usize],
     features: &mut BTreeSet<u32>,
 ) -> Result<(Vec<crate::schedule::ChoiceRecord>, Vec<bool>), Violation> {
-    let mut d = Driver::new(program, Some(Box::new(EagerScheduler)))?;
+    let mut d = Driver::new(program, Some(Box::new(EagerScheduler)))?.ok_or_else(|| Violation {
+        step: None,
+        op: None,
+        message: "the device refused the scope's config".into(),
+    })?;
     let setup = scope.setup.len();
     for (i, op) in program.ops[..setup].iter().enumerate() {
         d.step(i, *op)?;

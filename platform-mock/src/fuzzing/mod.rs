@@ -32,20 +32,31 @@ pub mod corpus;
 mod driver;
 pub mod explore;
 pub mod kernels;
+pub mod minimize;
 pub mod model;
 mod program;
+pub mod setup;
 
 pub use driver::{
-    DevError, Driver, FuzzPlatform, Outcome, RunReport, Violation, pattern, platform_kind,
+    DevError, Driver, ForeignDevice, FuzzPlatform, Outcome, RunReport, Violation, pattern,
+    platform_kind,
 };
 pub use program::{
-    Config, FaultSite, Kernel, MAX_BUFFERS, MAX_GRAPHS, MAX_OPS, OP_KINDS, Op, Profile, Program,
-    SIZES,
+    Config, FaultSite, Foreign, Kernel, MAX_BUFFERS, MAX_GRAPHS, MAX_MODELED, MAX_OPS, OP_KINDS,
+    Op, Profile, Program, ReadSite, SIZES,
 };
+pub use setup::{STREAM_BOUND, Setup};
 
-/// Runs `program` with its seeded scheduler and the full oracle.
+/// Runs `program` with its seeded scheduler and the full oracle. A config
+/// the device refused (as the oracle permits) runs no op.
 pub fn run(program: &Program) -> Result<RunReport, Violation> {
-    Driver::new(program, None)?.run(program)
+    match Driver::new(program, None)? {
+        Some(d) => d.run(program),
+        None => Ok(RunReport {
+            features: [driver::SETUP_FACT].into_iter().collect(),
+            ..RunReport::default()
+        }),
+    }
 }
 
 /// The fuzz-target entry: decodes `data`, shapes it for `profile`, runs it,

@@ -25,7 +25,10 @@ pub type GraphIx = usize;
 pub struct MBuf {
     /// The stream whose pools hold it.
     pub owner: usize,
-    /// Its bytes, when `defined`.
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its bytes, when `defined` (empty for buffers too large to model,
+    /// which never get memory).
     pub data: Vec<u8>,
     /// Whether every byte was written (otherwise its contents are whatever
     /// the memory held: never compared).
@@ -69,6 +72,10 @@ pub enum Doom {
     /// Work asked for inside the window failed on the platform before it
     /// was queued.
     Platform,
+    /// A reservation inside the window failed with this failure (an empty
+    /// buffer of a size, or under a layout, no storage could serve): the
+    /// device names either the failure or the allocation in the capture.
+    Reservation(FailureId),
 }
 
 /// One stream.
@@ -173,10 +180,16 @@ impl Model {
     }
 
     /// Adds a buffer.
-    pub fn add_buf(&mut self, owner: usize, size: usize) -> BufId {
+    pub fn add_buf(&mut self, owner: usize, size: u64) -> BufId {
+        let modeled = if size <= super::program::MAX_MODELED {
+            size as usize
+        } else {
+            0
+        };
         self.bufs.push(Some(MBuf {
             owner,
-            data: vec![0; size],
+            size,
+            data: vec![0; modeled],
             defined: false,
             claim: None,
             unplaced: false,

@@ -20,9 +20,32 @@ pub const MAX_BUFFERS: usize = 12;
 /// The most graph handles the harness holds at once.
 pub const MAX_GRAPHS: usize = 6;
 
-/// Buffer sizes an op's `size` byte picks from (modulo): tiny slices, the
-/// sliced pools, and one size past the sliced pools' largest slice.
-pub const SIZES: [usize; 8] = [4, 16, 64, 200, 1024, 4096, 65_536, 262_400];
+/// Buffer sizes an op's `size` byte picks from (`size % 16`): tiny slices,
+/// the sliced pools, one size past the sliced pools' largest slice (twice
+/// as likely as the rest), and three sizes no reservation can hold: zero,
+/// more than any device's memory, and `u64::MAX`.
+pub const SIZES: [u64; 16] = [
+    4,
+    16,
+    64,
+    200,
+    1024,
+    4096,
+    65_536,
+    262_400,
+    4,
+    64,
+    200,
+    1024,
+    65_536,
+    0,
+    1 << 40,
+    u64::MAX,
+];
+
+/// The largest buffer the harness writes or keeps a model of its bytes
+/// (larger ones are only ever reservations that must fail).
+pub const MAX_MODELED: u64 = 1 << 20;
 
 /// The kernels the harness registers on the mock (see
 /// [`kernels`](super::kernels)). Every launch binds one info word `k % 4`.
@@ -50,6 +73,41 @@ pub enum FaultSite {
     LaunchGraph,
     /// The next device storage allocation runs out of memory.
     DeviceAlloc,
+    /// The next `end_capture` fails on the platform (which still stops
+    /// capturing).
+    EndCapture,
+}
+
+/// A call inside `read` that a [`Op::ReadFault`] makes fail.
+#[derive(Arbitrary, Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReadSite {
+    /// The host synchronization that waits for the copy.
+    Synchronize,
+    /// The event recorded after the copy.
+    Record,
+    /// The device-to-host copy itself.
+    CopyToHost,
+    /// A cross-stream wait before the copy (when one is needed).
+    Wait,
+}
+
+/// A handle of another device, used on the device under test: each must be
+/// refused, changing nothing.
+#[derive(Arbitrary, Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Foreign {
+    /// A launch of a kernel id the other device issued.
+    Kernel,
+    /// A launch binding one of the other device's buffers.
+    LaunchBuffer,
+    /// A write into one of the other device's buffers.
+    Write,
+    /// A read of one of the other device's buffers.
+    Read,
+    /// A replay of the other device's graph.
+    Replay,
+    /// `failure_of` and `range_of` of the other device's buffers (healthy
+    /// and claimed ones).
+    Query,
 }
 
 /// One step of a program. Indices are reduced modulo what exists.
@@ -167,18 +225,52 @@ pub enum Op {
         /// Where.
         site: FaultSite,
     },
+    /// `Device::read` with a one-shot fault armed at `site` for the read's
+    /// duration only (disarmed afterwards if it did not fire).
+    ReadFault {
+        /// Stream.
+        stream: u8,
+        /// Buffer.
+        buf: u8,
+        /// Which call of the read fails.
+        site: ReadSite,
+    },
+    /// Uses a handle of another device (a second device on its own mock)
+    /// on the device under test.
+    Foreign {
+        /// Which handle, how.
+        what: Foreign,
+        /// Stream.
+        stream: u8,
+        /// Picks the other device's buffer (or this device's, for a launch).
+        buf: u8,
+    },
 }
 
-/// How the device of a run is set up.
+/// How the device of a run is set up. Every field is a raw byte the driver
+/// reduces (see [`Setup`](super::Setup)), so every input is a valid config.
 #[derive(Arbitrary, Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Config {
-    /// Number of streams: `1 + streams % max` (the profile's max).
+    /// Number of streams the ops use: `1 + streams % max` (the profile's max).
     pub streams: u8,
-    /// Seed of the mock's seeded scheduler.
+    /// Seed of the mock's seeded scheduler (and the harness layout, `seed % 3`,
+    /// when `layout` picks the harness's own).
     pub seed: u8,
     /// Drop-queue thresholds: `0` the device preset, otherwise at most
     /// `flush % 4 + 1` items (tiny, to flush often).
     pub flush: u8,
+    /// The device properties the platform reports (`device % 16`): sane
+    /// ones, or zero memory, pages of `u64::MAX` or `2^63` bytes, alignments
+    /// of 0, 3 or `2^63`, …
+    pub device: u8,
+    /// The pool layout (`layout % 16`): the harness's, the core's presets
+    /// for the properties, or adversarial ones (pages of `u64::MAX` bytes,
+    /// alignment `2^63`, a one-page budget, caps, …).
+    pub layout: u8,
+    /// The stream count given to the device (`declared % 16`): mostly the
+    /// streams the ops use, else the bound, one past it, zero, `u16::MAX`,
+    /// or more than the ops use (their ids then spread up to the last).
+    pub declared: u8,
 }
 
 /// A run: a config and the operations.
@@ -212,7 +304,8 @@ impl Program {
     /// `u32`s, `u8` fields as one byte each).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        out.extend_from_slice(&[self.config.streams, self.config.seed, self.config.flush]);
+        let c = self.config;
+        out.extend_from_slice(&[c.streams, c.seed, c.flush, c.device, c.layout, c.declared]);
         for op in &self.ops {
             op.encode(&mut out);
         }
@@ -228,7 +321,8 @@ fn tag(out: &mut Vec<u8>, index: u32, count: u32) {
 }
 
 impl Kernel {
-    const ALL: [Kernel; 4] = [Kernel::Fill, Kernel::Scale, Kernel::Add, Kernel::Incr];
+    /// Every kernel, in declaration order.
+    pub const ALL: [Kernel; 4] = [Kernel::Fill, Kernel::Scale, Kernel::Add, Kernel::Incr];
 
     fn index(self) -> u32 {
         Self::ALL.iter().position(|k| *k == self).unwrap_or(0) as u32
@@ -245,11 +339,40 @@ impl Kernel {
 }
 
 impl FaultSite {
-    const ALL: [FaultSite; 4] = [
+    const ALL: [FaultSite; 5] = [
         FaultSite::Launch,
         FaultSite::CopyToDevice,
         FaultSite::LaunchGraph,
         FaultSite::DeviceAlloc,
+        FaultSite::EndCapture,
+    ];
+
+    fn index(self) -> u32 {
+        Self::ALL.iter().position(|k| *k == self).unwrap_or(0) as u32
+    }
+}
+
+impl ReadSite {
+    const ALL: [ReadSite; 4] = [
+        ReadSite::Synchronize,
+        ReadSite::Record,
+        ReadSite::CopyToHost,
+        ReadSite::Wait,
+    ];
+
+    fn index(self) -> u32 {
+        Self::ALL.iter().position(|k| *k == self).unwrap_or(0) as u32
+    }
+}
+
+impl Foreign {
+    const ALL: [Foreign; 6] = [
+        Foreign::Kernel,
+        Foreign::LaunchBuffer,
+        Foreign::Write,
+        Foreign::Read,
+        Foreign::Replay,
+        Foreign::Query,
     ];
 
     fn index(self) -> u32 {
@@ -258,7 +381,7 @@ impl FaultSite {
 }
 
 /// Number of [`Op`] variants.
-pub const OP_KINDS: u32 = 19;
+pub const OP_KINDS: u32 = 21;
 
 impl Op {
     /// The variant's index in declaration order (what the derive decodes).
@@ -283,6 +406,8 @@ impl Op {
             Op::InstallPools { .. } => 16,
             Op::Cleanup => 17,
             Op::Fault { .. } => 18,
+            Op::ReadFault { .. } => 19,
+            Op::Foreign { .. } => 20,
         }
     }
 
@@ -317,7 +442,15 @@ impl Op {
             Op::Replay { graph } | Op::DropGraph { graph } => out.push(graph),
             Op::InstallPools { preset } => out.push(preset),
             Op::SyncAll | Op::Poll | Op::Cleanup => {}
-            Op::Fault { site } => tag(out, site.index(), 4),
+            Op::Fault { site } => tag(out, site.index(), FaultSite::ALL.len() as u32),
+            Op::ReadFault { stream, buf, site } => {
+                out.extend_from_slice(&[stream, buf]);
+                tag(out, site.index(), ReadSite::ALL.len() as u32);
+            }
+            Op::Foreign { what, stream, buf } => {
+                tag(out, what.index(), Foreign::ALL.len() as u32);
+                out.extend_from_slice(&[stream, buf]);
+            }
         }
     }
 }
@@ -332,14 +465,15 @@ pub enum Profile {
     /// Orders of frees, syncs and capture transitions (prepare, begin, end,
     /// replay, release, abort) on one or two streams.
     CaptureFreeOrderings,
-    /// Cross-stream producers and consumers, syncs and polls on two to four
-    /// streams, no capture.
+    /// Cross-stream producers and consumers, syncs, polls and reads whose
+    /// synchronization fails, on two to four streams, no capture.
     MultiStreamSync,
     /// Injected faults, skipped launches, taint through launches, writes,
-    /// reads and replays.
+    /// reads and replays, refused windows, handles of another device.
     TaintPropagation,
     /// Deferred frees under tiny flush thresholds: frees, polls, syncs,
-    /// cleanups, pool installs, graph releases.
+    /// cleanups, pool installs, graph releases, reads whose synchronization
+    /// fails.
     DropQueue,
 }
 
@@ -390,6 +524,7 @@ impl Profile {
                     | Op::Free { .. }
                     | Op::Write { .. }
                     | Op::Read { .. }
+                    | Op::ReadFault { .. }
                     | Op::Launch { .. }
                     | Op::CrossUse { .. }
                     | Op::Sync { .. }
@@ -401,7 +536,9 @@ impl Profile {
                 op,
                 Op::InstallPools { .. } | Op::Cleanup | Op::Poll | Op::Sync { .. }
             ),
-            Profile::DropQueue => !matches!(op, Op::Empty { .. } | Op::Fault { .. }),
+            Profile::DropQueue => {
+                !matches!(op, Op::Empty { .. } | Op::Fault { .. } | Op::Foreign { .. })
+            }
         }
     }
 
@@ -478,15 +615,40 @@ mod tests {
             Op::Fault {
                 site: FaultSite::DeviceAlloc,
             },
+            Op::ReadFault {
+                stream: 1,
+                buf: 2,
+                site: ReadSite::Wait,
+            },
+            Op::Foreign {
+                what: Foreign::Query,
+                stream: 3,
+                buf: 4,
+            },
         ];
         assert_eq!(ops.len() as u32, OP_KINDS);
+        let mut all = ops.to_vec();
+        all.extend(FaultSite::ALL.map(|site| Op::Fault { site }));
+        all.extend(ReadSite::ALL.map(|site| Op::ReadFault {
+            stream: 0,
+            buf: 0,
+            site,
+        }));
+        all.extend(Foreign::ALL.map(|what| Op::Foreign {
+            what,
+            stream: 0,
+            buf: 0,
+        }));
         let p = Program {
             config: Config {
                 streams: 1,
                 seed: 2,
                 flush: 3,
+                device: 4,
+                layout: 5,
+                declared: 6,
             },
-            ops: ops.to_vec(),
+            ops: all,
         };
         assert_eq!(Program::decode(&p.encode()), p);
     }
