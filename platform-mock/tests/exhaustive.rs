@@ -8,11 +8,14 @@
 //! - `capture_orderings`: one cross-stream launch, a free, the capture
 //!   transitions, replay, graph release, an injected fault (length <= 5);
 //! - `cross_stream_frees`: a cross-stream use, a free, an allocation that
-//!   may get the freed bytes back, a launch on it (length <= 4).
+//!   may get the freed bytes back, a launch on it (length <= 4);
+//! - `read_faults`: reads whose synchronize, record or wait fails, a launch
+//!   the next read must wait for, an upload reusing staging bytes, a read, a
+//!   free (length <= 3).
 //!
 //! `STREAMCORE_EXHAUSTIVE_LEN` (two_streams),
-//! `STREAMCORE_EXHAUSTIVE_CAPTURE_LEN` and `STREAMCORE_EXHAUSTIVE_FREES_LEN`
-//! raise the lengths (the defaults keep
+//! `STREAMCORE_EXHAUSTIVE_CAPTURE_LEN`, `STREAMCORE_EXHAUSTIVE_FREES_LEN` and
+//! `STREAMCORE_EXHAUSTIVE_READS_LEN` raise the lengths (the defaults keep
 //! the test well under a minute in a debug build).
 
 use std::time::Instant;
@@ -84,6 +87,15 @@ fn cross_stream_frees_every_program_under_every_interleaving() {
     check(
         "cross_stream_frees",
         Scope::cross_stream_frees(len("STREAMCORE_EXHAUSTIVE_FREES_LEN", 4)),
+        300,
+    );
+}
+
+#[test]
+fn read_faults_every_program_under_every_interleaving() {
+    check(
+        "read_faults",
+        Scope::read_faults(len("STREAMCORE_EXHAUSTIVE_READS_LEN", 3)),
         300,
     );
 }

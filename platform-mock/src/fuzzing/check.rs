@@ -257,6 +257,15 @@ impl Driver {
                 "after dropping everything and a final sync something is live: {c:?} ({entries} info entries cached)"
             ));
         }
+        // Every graph the platform sealed was destroyed (refused windows'
+        // included).
+        let k = self.mock.counters();
+        if k.graphs_captured != k.graphs_destroyed {
+            return Err(format!(
+                "the platform sealed {} graph(s) and destroyed {}",
+                k.graphs_captured, k.graphs_destroyed
+            ));
+        }
         self.device
             .cleanup()
             .map_err(|e| format!("final cleanup: {e}"))?;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::string::String;
 use std::vec::Vec;
 
-use super::program::{Config, FaultSite, Kernel, Op, Profile, Program};
+use super::program::{Config, FaultSite, Kernel, Op, Profile, Program, ReadSite};
 use crate::rng::SplitMix64;
 
 /// A corpus file's name: the FNV-1a hash of its bytes, in hex.
@@ -191,6 +191,151 @@ pub fn scenarios() -> Vec<Program> {
                 Cleanup,
                 Alloc { stream: 0, size: 5 },
                 Sync { stream: 0 },
+            ],
+        },
+        // Reads whose platform calls fail, then uploads that reuse the
+        // staging bytes and reads across streams.
+        Program {
+            config: cfg(1),
+            ops: vec![
+                Alloc { stream: 0, size: 2 },
+                Alloc { stream: 1, size: 2 },
+                write(0, 0, 1),
+                ReadFault {
+                    stream: 0,
+                    buf: 0,
+                    site: ReadSite::Synchronize,
+                },
+                write(1, 1, 2),
+                launch(0, Kernel::Incr, 0, 0, 0, 1),
+                ReadFault {
+                    stream: 1,
+                    buf: 0,
+                    site: ReadSite::Wait,
+                },
+                ReadFault {
+                    stream: 1,
+                    buf: 0,
+                    site: ReadSite::Record,
+                },
+                write(0, 0, 3),
+                Read { stream: 1, buf: 1 },
+                Read { stream: 1, buf: 0 },
+            ],
+        },
+        // Refused windows claim what their recorded work would have
+        // written: a failure, an allocation, a failing end_capture.
+        Program {
+            config: cfg(0),
+            ops: vec![
+                Alloc { stream: 0, size: 2 },
+                Alloc { stream: 0, size: 2 },
+                write(0, 0, 1),
+                write(0, 1, 2),
+                Prepare { stream: 0 },
+                launch(0, Kernel::Fill, 0, 0, 0, 1),
+                launch(0, Kernel::Fill, 1, 1, 1, 2),
+                Begin { stream: 0 },
+                launch(0, Kernel::Fill, 0, 0, 0, 1),
+                Fault {
+                    site: FaultSite::Launch,
+                },
+                launch(0, Kernel::Fill, 1, 1, 1, 2),
+                End { stream: 0 },
+                Read { stream: 0, buf: 0 },
+                write(0, 0, 3),
+                Prepare { stream: 0 },
+                Begin { stream: 0 },
+                launch(0, Kernel::Scale, 0, 0, 1, 1),
+                Alloc { stream: 0, size: 7 },
+                End { stream: 0 },
+                Read { stream: 0, buf: 1 },
+                Prepare { stream: 0 },
+                Begin { stream: 0 },
+                launch(0, Kernel::Incr, 0, 0, 0, 1),
+                Fault {
+                    site: FaultSite::EndCapture,
+                },
+                End { stream: 0 },
+                Read { stream: 0, buf: 0 },
+            ],
+        },
+        // Handles of another device, and reservations nothing can hold.
+        Program {
+            config: cfg(0),
+            ops: vec![
+                Alloc { stream: 0, size: 2 },
+                Empty {
+                    stream: 0,
+                    size: 13,
+                },
+                Empty {
+                    stream: 0,
+                    size: 14,
+                },
+                Alloc {
+                    stream: 0,
+                    size: 15,
+                },
+                Foreign {
+                    what: super::Foreign::Kernel,
+                    stream: 0,
+                    buf: 0,
+                },
+                Foreign {
+                    what: super::Foreign::LaunchBuffer,
+                    stream: 0,
+                    buf: 0,
+                },
+                Foreign {
+                    what: super::Foreign::Write,
+                    stream: 0,
+                    buf: 1,
+                },
+                Foreign {
+                    what: super::Foreign::Read,
+                    stream: 0,
+                    buf: 2,
+                },
+                Foreign {
+                    what: super::Foreign::Replay,
+                    stream: 0,
+                    buf: 0,
+                },
+                Foreign {
+                    what: super::Foreign::Query,
+                    stream: 0,
+                    buf: 0,
+                },
+                launch(0, Kernel::Add, 1, 2, 0, 1),
+                Read { stream: 0, buf: 0 },
+            ],
+        },
+        // Odd properties (zero memory reported), a one-page budget, the
+        // stream bound with the ops on its last streams.
+        Program {
+            config: Config {
+                streams: 1,
+                seed: 1,
+                flush: 0,
+                device: 9,
+                layout: 9,
+                declared: 10,
+            },
+            ops: vec![
+                Alloc { stream: 0, size: 2 },
+                Alloc { stream: 1, size: 2 },
+                write(0, 0, 1),
+                launch(1, Kernel::Scale, 0, 0, 1, 1),
+                Read { stream: 0, buf: 1 },
+                InstallPools { preset: 12 },
+                Free { buf: 0 },
+                Free { buf: 0 },
+                SyncAll,
+                InstallPools { preset: 12 },
+                Alloc { stream: 1, size: 7 },
+                Empty { stream: 0, size: 6 },
+                Read { stream: 1, buf: 1 },
             ],
         },
     ]

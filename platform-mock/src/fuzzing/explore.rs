@@ -200,6 +200,48 @@ impl Scope {
     }
 }
 
+impl Scope {
+    /// The setup of [`Scope::two_streams`] with an alphabet for reads whose
+    /// platform calls fail (issue 14's stale-bytes case): a read of `b0` on
+    /// stream 0 whose host synchronization fails, reads of `b0` on stream 1
+    /// whose event record or cross-stream wait fails, an in-place launch on
+    /// stream 0 of `b0` (so the next read on stream 1 must wait), an upload
+    /// to `b1` on stream 1 (it reuses staging bytes), a read of `b1`, and a
+    /// free of `b0`.
+    pub fn read_faults(max_len: usize) -> Self {
+        use super::ReadSite;
+        let base = Self::two_streams(max_len);
+        let read_fault = |stream, site| Op::ReadFault {
+            stream,
+            buf: 0,
+            site,
+        };
+        Self {
+            alphabet: vec![
+                read_fault(0, ReadSite::Synchronize),
+                read_fault(1, ReadSite::Record),
+                read_fault(1, ReadSite::Wait),
+                Op::Launch {
+                    stream: 0,
+                    kernel: Kernel::Incr,
+                    a: 0,
+                    b: 0,
+                    out: 0,
+                    k: 1,
+                },
+                Op::Write {
+                    stream: 1,
+                    buf: 1,
+                    fill: 9,
+                },
+                Op::Read { stream: 1, buf: 1 },
+                Op::Free { buf: 0 },
+            ],
+            ..base
+        }
+    }
+}
+
 /// Runs every program of `scope` under every interleaving; stops at the
 /// first violation.
 pub fn explore(scope: &Scope) -> Result<ExploreReport, Box<Counterexample>> {
