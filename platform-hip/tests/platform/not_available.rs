@@ -70,3 +70,51 @@ fn error_kind_is_what_the_core_matches_on() {
     assert_eq!(kind_of_hip_code(100), ErrorKind::NotAvailable);
     let _: fn(&streamcore_hip::HipError) -> ErrorKind = PlatformError::kind;
 }
+
+/// The number written just before `word` in `text` ("3 passed" → 3).
+fn count_before(text: &str, word: &str) -> Option<u64> {
+    let at = text.find(&format!(" {word}"))?;
+    let digits: String = text[..at]
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.chars().rev().collect::<String>().parse().ok()
+}
+
+#[test]
+fn device_tests_without_runtime_count_as_skipped() {
+    // A device test run with no runtime reachable must say SKIPPED and be
+    // counted as skipped in the binary's summary, never as passed.
+    let empty =
+        std::env::temp_dir().join(format!("streamcore-hip-empty-skip-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let exe = std::env::current_exe().expect("current test binary");
+    let output = std::process::Command::new(exe)
+        .args(["smoke::properties_come_from_the_driver", "--exact"])
+        .env("ROCM_PATH", &empty)
+        .env_remove("HIP_PATH")
+        .output()
+        .expect("spawn the test binary");
+    let _ = std::fs::remove_dir_all(&empty);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !stdout.contains("SKIPPED") && !stderr.contains("SKIPPED") {
+        visible(
+            "SKIPPED: device_tests_without_runtime_count_as_skipped: a HIP runtime is installed \
+             system-wide, an empty ROCM_PATH cannot hide it",
+        );
+        return;
+    }
+    assert!(output.status.success(), "child failed: {output:?}");
+    assert_eq!(
+        count_before(&stdout, "passed"),
+        Some(0),
+        "a skipped test was counted as passed:\n{stdout}"
+    );
+    assert_eq!(
+        count_before(&stdout, "skipped"),
+        Some(1),
+        "the skip was not counted:\n{stdout}"
+    );
+}
