@@ -21,6 +21,7 @@ extern "C" __global__ void add_u32(const unsigned int* a, const unsigned int* b,
     }
 }
 "#,
+    bindings: 4,
 };
 
 /// Bindings for [`ADD`] over `n` words laid out in one device page:
@@ -103,6 +104,7 @@ pub fn compile_errors_are_typed_with_the_log() -> Outcome {
     let broken = KernelSource {
         name: "broken",
         source: "extern \"C\" __global__ void broken(int* p) { p[0] = undeclared_thing; }",
+        bindings: 1,
     };
     let err = load_err(&platform, &broken);
     assert_eq!(err.kind(), ErrorKind::Kernel, "{err}");
@@ -122,6 +124,7 @@ pub fn a_missing_entry_point_is_typed() -> Outcome {
     let wrong_name = KernelSource {
         name: "not_there",
         source: ADD.source,
+        bindings: 4,
     };
     let err = load_err(&platform, &wrong_name);
     assert_eq!(err.kind(), ErrorKind::Kernel, "{err}");

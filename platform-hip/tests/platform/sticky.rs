@@ -15,6 +15,7 @@ extern "C" __global__ void poke(unsigned int* p) {
     p[threadIdx.x] = 0xabcdu;
 }
 "#,
+    bindings: 1,
 };
 
 /// Run by `sticky_error_stays_in_the_child` in a child process.
