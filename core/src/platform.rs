@@ -106,6 +106,13 @@ pub struct KernelSource<'a> {
     /// Source text for platforms that compile (HIP C++ for `platform-hip`);
     /// platforms that do not compile may ignore it.
     pub source: &'a str,
+    /// How many bindings every launch of the kernel passes — its parameter
+    /// count under a platform's launch ABI (the info buffer the device adds
+    /// for non-empty info words included). A platform that passes bindings
+    /// as kernel parameters refuses a launch with any other count
+    /// ([`Platform::launch`]), so a kernel never reads a parameter it was
+    /// not given.
+    pub bindings: usize,
 }
 
 /// Static facts about the device, read once by the core.
@@ -347,6 +354,12 @@ pub trait Platform {
     /// Queues a kernel launch on `stream`. The kernel touches only the bytes
     /// of `bindings`, as their [`Access`] says. An error means the launch was
     /// not queued, or (for drivers that report it) that it failed.
+    ///
+    /// A platform that passes bindings to the driver MUST refuse, with an
+    /// [`ErrorKind::InvalidValue`] error and nothing queued, a launch whose
+    /// binding count differs from the kernel's declared
+    /// [`KernelSource::bindings`], and every binding whose range is not
+    /// inside a live page of one of its device storages.
     fn launch(
         &self,
         stream: &mut Self::Stream,
