@@ -42,6 +42,11 @@ fn generated_corpora_pass_and_cover_their_targets() {
             inputs.len(),
             features.len()
         );
+        let foreign = Op::Foreign {
+            what: fuzzing::Foreign::Query,
+            stream: 0,
+            buf: 0,
+        };
         let must = |op: Op, o: Outcome| {
             assert!(
                 features.contains(&feature(op.kind_index(), o)),
@@ -50,15 +55,34 @@ fn generated_corpora_pass_and_cover_their_targets() {
         };
         must(Op::Read { stream: 0, buf: 0 }, Outcome::Done);
         must(Op::Free { buf: 0 }, Outcome::Done);
+        // Reads whose platform calls fail, in every target.
+        must(
+            Op::ReadFault {
+                stream: 0,
+                buf: 0,
+                site: fuzzing::ReadSite::Synchronize,
+            },
+            Outcome::Failed,
+        );
+        // Adversarial configs: refused, and accepted but not strict.
+        for fact in [fuzzing::SETUP_FACT, fuzzing::SETUP_FACT | 3] {
+            assert!(
+                features.contains(&fact),
+                "{name}: no input reaches setup fact {fact:#x}"
+            );
+        }
         match profile {
             Profile::CaptureFreeOrderings => {
                 must(Op::End { stream: 0 }, Outcome::Done);
                 must(Op::End { stream: 0 }, Outcome::Refused);
+                must(foreign, Outcome::Refused);
                 must(Op::Replay { graph: 0 }, Outcome::Done);
                 must(Op::DropGraph { graph: 0 }, Outcome::Done);
             }
             Profile::TaintPropagation => {
                 must(Op::Read { stream: 0, buf: 0 }, Outcome::Tainted);
+                must(Op::End { stream: 0 }, Outcome::Refused);
+                must(foreign, Outcome::Refused);
                 must(
                     Op::Launch {
                         stream: 0,

@@ -38,8 +38,8 @@ mod program;
 pub mod setup;
 
 pub use driver::{
-    DevError, Driver, ForeignDevice, FuzzPlatform, Outcome, RunReport, Violation, pattern,
-    platform_kind,
+    DevError, Driver, ForeignDevice, FuzzPlatform, Outcome, RunReport, SETUP_FACT, Violation,
+    pattern, platform_kind,
 };
 pub use program::{
     Config, FaultSite, Foreign, Kernel, MAX_BUFFERS, MAX_GRAPHS, MAX_MODELED, MAX_OPS, OP_KINDS,

@@ -92,8 +92,12 @@ pub struct RunReport {
     pub choices: usize,
 }
 
-/// Feature ids for facts about the setup (beside the `(op, outcome)` pairs).
-pub(crate) const SETUP_FACT: u32 = 0xfe << 8;
+/// Feature ids for facts about the setup (beside the `(op, outcome)`
+/// pairs): `SETUP_FACT` alone, the device refused the config; `| 1`, the
+/// layout was refused; `| 2`, a stream could not get even 4 bytes; `| 3`,
+/// the run is not strict (adversarial properties or layout); `| 4`, the
+/// device has more streams than the ops use.
+pub const SETUP_FACT: u32 = 0xfe << 8;
 
 /// One harness run over one device.
 pub struct Driver {
