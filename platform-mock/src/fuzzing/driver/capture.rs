@@ -141,9 +141,10 @@ impl Driver {
 
     /// A refused window's recorded work never ran: every buffer it would
     /// have written still holds its bytes from before the window, so a
-    /// failure claims it — the failure that doomed the window when one did
-    /// (`failure`), otherwise one failure the device records for the
-    /// refusal (learnt from the device, the same for every such buffer).
+    /// failure claims it — the failure that doomed the window while a live
+    /// buffer still carries it (`failure`), otherwise one failure the device
+    /// records for the refusal (learnt from the device, the same for every
+    /// such buffer).
     fn claim_refused_window(
         &mut self,
         s: usize,
@@ -157,20 +158,36 @@ impl Driver {
         if outputs.is_empty() {
             return Ok(());
         }
-        let f = match failure {
-            Some(f) => f,
-            None => {
-                // Any output names it (the window holds a handle of each).
-                let b = *outputs.iter().next().expect("outputs is not empty");
-                let h = self
-                    .handle_of(b)
-                    .ok_or("the harness lost the handle of a window's buffer")?;
-                self.device.failure_of(h).ok_or_else(|| {
-                    "the refused window's outputs are not claimed: their bytes are stale"
-                        .to_string()
-                })?
+        let live = |f| self.model.live_bufs().any(|(_, m)| m.claim == Some(f));
+        let expected = failure.filter(|f| live(*f));
+        for &b in &outputs {
+            let h = self
+                .handle_of(b)
+                .ok_or("the harness lost the handle of a window's buffer")?;
+            let got = self.device.failure_of(h);
+            match (expected, got) {
+                (_, None) => {
+                    return Err(format!(
+                        "a buffer the refused window would have written is not claimed: its bytes are stale (the window's doom: {failure:?})"
+                    ));
+                }
+                (Some(f), Some(g)) if f != g => {
+                    return Err(format!(
+                        "a buffer the refused window would have written is claimed by {g}; the failure that doomed the window, {f}, is live"
+                    ));
+                }
+                _ => {}
             }
-        };
+        }
+        // Every output carries the same failure.
+        let mut claims = outputs
+            .iter()
+            .map(|b| self.handle_of(*b).and_then(|h| self.device.failure_of(h)));
+        let first = claims.next().flatten();
+        if claims.any(|c| c != first) {
+            return Err("the refused window's outputs carry different failures".into());
+        }
+        let f = first.ok_or("no claim")?;
         for b in outputs {
             self.model.buf_mut(b).claim = Some(f);
         }

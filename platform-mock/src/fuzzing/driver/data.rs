@@ -227,8 +227,15 @@ impl Driver {
                 Ok(Outcome::Tainted)
             }
             (None, Ok(bytes)) => {
-                if fired.read {
-                    return Err("a platform call of the read failed, yet it returned bytes".into());
+                // A failed record or wait the device recovers from (a
+                // drop-queue fence, a host sync instead of a wait) may
+                // leave the read whole; a failed synchronization or copy
+                // back may not.
+                if fired.read_lost {
+                    return Err(
+                        "the read's host synchronization or copy back failed, yet it returned bytes"
+                            .into(),
+                    );
                 }
                 if m.defined && bytes != m.data {
                     let first = bytes.iter().zip(&m.data).position(|(x, y)| x != y);

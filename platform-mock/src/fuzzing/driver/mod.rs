@@ -141,6 +141,9 @@ pub(crate) struct Fired {
     pub(crate) end: bool,
     /// A fault inside a read: synchronize, record, copy back or wait.
     pub(crate) read: bool,
+    /// A fault that leaves a read nothing to return: its host
+    /// synchronization or its copy back failed.
+    pub(crate) read_lost: bool,
 }
 
 impl Fired {
@@ -381,7 +384,11 @@ impl Driver {
                 Site::LaunchGraph => f.graph = true,
                 Site::DeviceAlloc => f.alloc = true,
                 Site::EndCapture => f.end = true,
-                Site::Synchronize | Site::Record | Site::CopyToHost | Site::Wait => f.read = true,
+                Site::Synchronize | Site::CopyToHost => {
+                    f.read = true;
+                    f.read_lost = true;
+                }
+                Site::Record | Site::Wait => f.read = true,
                 _ => {}
             }
         }
@@ -534,6 +541,19 @@ impl Driver {
             }
         };
         self.sync_invalidations();
+        // Ops that read the faults they fired did so above; `abort`
+        // swallows a failing `end_capture` by design; no other op makes a
+        // call an armed fault can strike.
+        let stray = self.new_faults();
+        match op {
+            Op::Abort { .. } if !(stray.launch || stray.copy || stray.graph || stray.alloc) => {}
+            _ if stray.any() => {
+                return Err(format!(
+                    "an armed fault fired during an op that makes no such call: {stray:?}"
+                ));
+            }
+            _ => {}
+        }
         r
     }
 
