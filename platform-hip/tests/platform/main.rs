@@ -4,7 +4,9 @@
 //! skipped, never as passed. The constructor's `NotAvailable` path is
 //! tested by `not_available`, which runs everywhere.
 
+mod bounds;
 mod common;
+mod devices;
 mod graph;
 mod kernel;
 mod not_available;
@@ -35,7 +37,10 @@ fn main() -> std::process::ExitCode {
         graph::capture_calls_out_of_order_are_rejected,
         graph::dropping_a_capturing_stream_ends_its_capture,
         graph::storage_flush_during_capture_is_deferred,
-        sticky::sticky_error_stays_in_the_child;
+        sticky::sticky_error_stays_in_the_child,
+        bounds::device_ranges_outside_live_device_pages_are_refused,
+        bounds::launches_pass_exactly_the_declared_bindings,
+        devices::a_platform_on_device_1_works_from_fresh_threads;
         not_available::child_constructor_without_runtime,
         sticky::child_illegal_address,
     ])
