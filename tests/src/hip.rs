@@ -39,7 +39,11 @@ impl Harness for HipHarness {
         let platform = match HipPlatform::with_device(ordinal) {
             Ok(p) => p,
             Err(e) if e.kind() == ErrorKind::NotAvailable => {
-                return Err(Skip(format!("no HIP runtime or no device {ordinal} ({e})")));
+                return Err(Skip(format!(
+                    "no HIP runtime or no device {ordinal} ({}: {})",
+                    e.call(),
+                    e.name()
+                )));
             }
             Err(e) => panic!("HipPlatform::with_device({ordinal}) failed unexpectedly: {e}"),
         };
