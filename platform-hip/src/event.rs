@@ -6,7 +6,7 @@ use cubecl_hip_sys as hip;
 use streamcore::platform::ErrorKind;
 
 use crate::error::{HipError, check};
-use crate::shared::Shared;
+use crate::shared::{Shared, ensure_current};
 use crate::stream::HipStream;
 
 /// A point recorded on a stream (a HIP event created with
@@ -16,6 +16,8 @@ use crate::stream::HipStream;
 pub struct HipEvent {
     raw: hip::hipEvent_t,
     captured: bool,
+    /// The device the event was created on.
+    device: i32,
 }
 
 // SAFETY: a HIP event handle is a process-wide object the runtime lets any
@@ -27,8 +29,11 @@ unsafe impl Send for HipEvent {}
 unsafe impl Sync for HipEvent {}
 
 impl HipEvent {
-    /// Creates an event and records it after the work queued on `stream`.
-    pub(crate) fn record(stream: &mut HipStream) -> Result<Self, HipError> {
+    /// Creates an event and records it after the work queued on `stream`
+    /// (a stream of the platform `shared` belongs to).
+    pub(crate) fn record(shared: &Shared, stream: &mut HipStream) -> Result<Self, HipError> {
+        stream.check_owner(shared, "hipEventRecord")?;
+        shared.make_current()?;
         let mut raw: hip::hipEvent_t = ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer for one event handle; the
         // flag is one HIP defines.
@@ -38,6 +43,7 @@ impl HipEvent {
         let event = Self {
             raw,
             captured: stream.is_capturing(),
+            device: shared.device,
         };
         // SAFETY: the event and the stream are live handles.
         check("hipEventRecord", unsafe {
@@ -56,7 +62,9 @@ impl HipEvent {
     }
 
     /// Makes work queued on `stream` from now on wait for this event.
-    pub(crate) fn wait_on(&self, stream: &mut HipStream) -> Result<(), HipError> {
+    pub(crate) fn wait_on(&self, shared: &Shared, stream: &mut HipStream) -> Result<(), HipError> {
+        stream.check_owner(shared, "hipStreamWaitEvent")?;
+        shared.make_current()?;
         // SAFETY: the stream and the event are live handles; flag 0 is
         // `hipEventWaitDefault`.
         check("hipStreamWaitEvent", unsafe {
@@ -99,6 +107,9 @@ impl HipEvent {
 
 impl Drop for HipEvent {
     fn drop(&mut self) {
+        // A failure cannot be reported from `drop`; the destroy then fails
+        // harmlessly.
+        let _ = ensure_current(self.device);
         // SAFETY: `self.raw` is a live event owned by `self`, destroyed
         // exactly once here; HIP defers the release while queued waits still
         // reference it. A failure cannot be reported from `drop`.
