@@ -1,6 +1,7 @@
 //! Asynchronous copies between pinned host pages and device pages. Every
-//! range is checked against the platform's live pages first: a copy never
-//! touches memory the platform did not hand out.
+//! range is checked against the platform's live pages first, and the pages
+//! stay locked (shared) until the copy is queued: a copy never touches
+//! memory the platform did not hand out, or has freed.
 
 use std::ffi::c_void;
 
@@ -24,17 +25,50 @@ fn length(src: u64, dst: u64) -> Result<usize, HipError> {
     usize::try_from(src).map_err(|_| HipError::invalid(CALL, "length exceeds the address space"))
 }
 
-#[allow(clippy::too_many_arguments)] // reason: one private helper, each argument a distinct part of the call
-fn copy(
-    shared: &Shared,
-    stream: &mut HipStream,
-    dst: u64,
-    src: u64,
-    len: usize,
-    kind: hip::hipMemcpyKind,
-    uses: [PageUse; 2],
-) -> Result<(), HipError> {
+/// Which pages a copy reads and writes.
+#[derive(Clone, Copy)]
+enum Ends {
+    ToDevice(HostRange, DeviceRange),
+    ToHost(DeviceRange, HostRange),
+    DeviceToDevice(DeviceRange, DeviceRange),
+}
+
+/// Checks both ends, then queues the copy while the pages stay locked.
+fn queue(shared: &Shared, stream: &mut HipStream, ends: Ends) -> Result<(), HipError> {
     stream.check_owner(shared, CALL)?;
+    let device = shared.pages.device();
+    let host = match ends {
+        Ends::DeviceToDevice(..) => None,
+        _ => Some(shared.pages.host()),
+    };
+    let dev = |r: DeviceRange| device.address(CALL, r.page, r.offset, r.len);
+    let pinned = |r: HostRange| match &host {
+        Some(view) => view.address(CALL, r.page, r.offset, r.len),
+        None => Err(HipError::invalid(CALL, "no host side")),
+    };
+    let (src, dst, len, kind, uses) = match ends {
+        Ends::ToDevice(s, d) => (
+            pinned(s)?,
+            dev(d)?,
+            length(s.len, d.len)?,
+            hip::hipMemcpyKind_hipMemcpyHostToDevice,
+            [PageUse::host(s), PageUse::device(d)],
+        ),
+        Ends::ToHost(s, d) => (
+            dev(s)?,
+            pinned(d)?,
+            length(s.len, d.len)?,
+            hip::hipMemcpyKind_hipMemcpyDeviceToHost,
+            [PageUse::device(s), PageUse::host(d)],
+        ),
+        Ends::DeviceToDevice(s, d) => (
+            dev(s)?,
+            dev(d)?,
+            length(s.len, d.len)?,
+            hip::hipMemcpyKind_hipMemcpyDeviceToDevice,
+            [PageUse::device(s), PageUse::device(d)],
+        ),
+    };
     if len == 0 {
         return Ok(());
     }
@@ -44,11 +78,12 @@ fn copy(
     shared.make_current()?;
     // SAFETY: both sides were checked to lie inside live pages this
     // platform handed out (device pages of its device storages, pinned
-    // pages of its host storages), `len` bytes from their addresses; pages
-    // are freed only by `hipFree`/`hipHostFree`, which wait for queued
-    // copies, so the copy never touches memory the platform does not own.
-    // The stream is live and belongs to this platform; `kind` names the
-    // direction exactly.
+    // pages of its host storages), `len` bytes from their addresses, and
+    // the views keep those pages from being released until the copy is
+    // queued; a release is followed by `hipFree`/`hipHostFree`, which wait
+    // for queued copies. So the copy touches only memory the platform owns.
+    // The stream is live and belongs to this platform, whose device is
+    // current; `kind` names the direction exactly.
     let status = unsafe {
         hip::hipMemcpyAsync(
             dst as *mut c_void,
@@ -58,6 +93,8 @@ fn copy(
             stream.raw,
         )
     };
+    drop(host);
+    drop(device);
     check(CALL, status)
 }
 
@@ -68,18 +105,7 @@ pub(crate) fn to_device(
     src: HostRange,
     dst: DeviceRange,
 ) -> Result<(), HipError> {
-    let len = length(src.len, dst.len)?;
-    let from = shared.pages.host_address(CALL, src)?;
-    let to = shared.pages.device_address(CALL, dst)?;
-    copy(
-        shared,
-        stream,
-        to,
-        from,
-        len,
-        hip::hipMemcpyKind_hipMemcpyHostToDevice,
-        [PageUse::host(src), PageUse::device(dst)],
-    )
+    queue(shared, stream, Ends::ToDevice(src, dst))
 }
 
 /// Queues device → pinned host.
@@ -89,18 +115,7 @@ pub(crate) fn to_host(
     src: DeviceRange,
     dst: HostRange,
 ) -> Result<(), HipError> {
-    let len = length(src.len, dst.len)?;
-    let from = shared.pages.device_address(CALL, src)?;
-    let to = shared.pages.host_address(CALL, dst)?;
-    copy(
-        shared,
-        stream,
-        to,
-        from,
-        len,
-        hip::hipMemcpyKind_hipMemcpyDeviceToHost,
-        [PageUse::device(src), PageUse::host(dst)],
-    )
+    queue(shared, stream, Ends::ToHost(src, dst))
 }
 
 /// Queues device → device.
@@ -110,16 +125,5 @@ pub(crate) fn device_to_device(
     src: DeviceRange,
     dst: DeviceRange,
 ) -> Result<(), HipError> {
-    let len = length(src.len, dst.len)?;
-    let from = shared.pages.device_address(CALL, src)?;
-    let to = shared.pages.device_address(CALL, dst)?;
-    copy(
-        shared,
-        stream,
-        to,
-        from,
-        len,
-        hip::hipMemcpyKind_hipMemcpyDeviceToDevice,
-        [PageUse::device(src), PageUse::device(dst)],
-    )
+    queue(shared, stream, Ends::DeviceToDevice(src, dst))
 }

@@ -7,7 +7,7 @@ use cubecl_hip_sys as hip;
 use streamcore::platform::ErrorKind;
 
 use crate::error::{HipError, check};
-use crate::pages::{PageUse, merge_uses};
+use crate::pages::{PageUse, all_live, merge_uses};
 use crate::shared::{Shared, ensure_current};
 use crate::stream::HipStream;
 
@@ -134,7 +134,8 @@ impl HipGraph {
                 "a graph captured on another device",
             ));
         }
-        if !shared.pages.all_live(&self.pages) {
+        let (device, host) = (shared.pages.device(), shared.pages.host());
+        if !all_live(&device, &host, &self.pages) {
             return Err(HipError::invalid(
                 CALL,
                 "a page the graph touches is no longer live",
@@ -144,9 +145,12 @@ impl HipGraph {
         // SAFETY: the executable graph is live (owned by `self`) and the
         // stream is live and belongs to this platform, whose device is
         // current. Every page the recorded work touches is still a live page
-        // of this platform, at least as large as the capture used it, so the
-        // replay touches only memory the platform owns.
-        check(CALL, unsafe { hip::hipGraphLaunch(self.exec, stream.raw) })
+        // of this platform, at least as large as the capture used it, and
+        // the views keep them from being released until the replay is
+        // queued; so the replay touches only memory the platform owns.
+        let status = unsafe { hip::hipGraphLaunch(self.exec, stream.raw) };
+        drop((device, host));
+        check(CALL, status)
     }
 
     /// Destroys the executable graph and the graph, reporting the first

@@ -98,7 +98,7 @@ impl Storage for HipHostStorage {
     fn dealloc(&mut self, page: PageId) {
         if self.live.remove(&page.0).is_some() {
             // No copy may name the page from now on.
-            self.shared.host_page_removed(page.0);
+            self.shared.host_page_retired(page.0);
             self.pending.push(page.0);
         }
     }
@@ -108,6 +108,8 @@ impl Storage for HipHostStorage {
             return Ok(());
         }
         self.shared.make_current()?;
+        // Waits for calls still queueing copies on these pages.
+        self.shared.host_pages_released(&self.pending);
         Self::release(&mut self.pending)
     }
 }
@@ -137,10 +139,11 @@ impl HostStorage for HipHostStorage {
 impl Drop for HipHostStorage {
     fn drop(&mut self) {
         for &page in self.live.keys() {
-            self.shared.host_page_removed(page);
+            self.shared.host_page_retired(page);
         }
         self.pending.extend(self.live.keys().copied());
         self.live.clear();
+        self.shared.host_pages_released(&self.pending);
         // A failure cannot be reported from `drop`; the rest are leaked.
         let _ = self.shared.make_current();
         let _ = Self::release(&mut self.pending);

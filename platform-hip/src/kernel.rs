@@ -204,15 +204,19 @@ impl HipKernel {
         }
         stream.check_owner(shared, CALL)?;
         // `self.bindings <= MAX_BINDINGS` (checked at load), so every
-        // binding has a slot.
+        // binding has a slot. The view keeps the pages from being released
+        // until the launch is queued.
+        let pages = shared.pages.device();
         let mut pointers: [*mut c_void; MAX_BINDINGS] = [ptr::null_mut(); MAX_BINDINGS];
-        shared
-            .pages
-            .binding_addresses(CALL, bindings, &mut pointers)?;
+        pages.bindings(CALL, bindings, &mut pointers)?;
         stream.note_bindings(bindings);
         shared.make_current()?;
         let mut params: [*mut c_void; MAX_BINDINGS] = [ptr::null_mut(); MAX_BINDINGS];
-        for (param, pointer) in params.iter_mut().zip(pointers.iter_mut()) {
+        for (param, pointer) in params
+            .iter_mut()
+            .zip(pointers.iter_mut())
+            .take(bindings.len())
+        {
             *param = ptr::from_mut(pointer).cast::<c_void>();
         }
         let [gx, gy, gz] = dims.grid;
@@ -222,7 +226,8 @@ impl HipKernel {
         // live and belongs to this platform. The kernel declared
         // `self.bindings` parameters and exactly that many bindings were
         // given, each checked to lie inside a live device page of this
-        // platform; `params` holds a pointer to each argument's
+        // platform, which `pages` keeps from being released (and freed)
+        // until the call returns; `params` holds a pointer to each argument's
         // pointer-sized slot in `pointers`, both alive until the call
         // returns (HIP copies argument values at launch). `extra` is null.
         // The device addresses are only dereferenced by the device, by a
@@ -243,6 +248,7 @@ impl HipKernel {
                 ptr::null_mut(),
             )
         };
+        drop(pages);
         check(CALL, status)
     }
 }

@@ -7,11 +7,13 @@
 //! the same for pinned pages. A range a call receives is accepted only when
 //! its page id is the start of a live page of the right kind and
 //! `offset + len` does not pass the page's end — one hash lookup per range,
-//! under a read lock taken once per call.
+//! under a shared lock taken once per call and held until the driver call
+//! has returned (see [`Pages`] for the protocol with the storages).
 
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use streamcore::platform::{Binding, DeviceRange, HostRange, PageId};
@@ -86,10 +88,30 @@ pub(crate) fn merge_uses(uses: &mut Vec<PageUse>) {
     });
 }
 
-/// Page start → usable size in bytes.
-type PageMap = HashMap<u64, u64, BuildHasherDefault<AddressHasher>>;
+/// One live page: its usable size, and whether its storage has retired it
+/// (handed it back; it is freed at the storage's next flush).
+#[derive(Debug)]
+struct Entry {
+    size: u64,
+    retired: AtomicBool,
+}
+
+/// Page start → entry.
+type PageMap = HashMap<u64, Entry, BuildHasherDefault<AddressHasher>>;
 
 /// The live device and pinned host pages of one platform.
+///
+/// The protocol between storages and calls:
+/// - a storage registers a page once allocated (`*_page_added`);
+/// - at `dealloc` it retires it (`*_page_retired`): from then on no range
+///   may name it; this takes only a shared lock and never waits for a call;
+/// - before freeing retired pages it releases them (`*_pages_released`),
+///   which takes the exclusive lock: it waits for every call still between
+///   its check and its driver call, so no call queues work on a page after
+///   it was freed (the free itself then waits for the queued work).
+///
+/// Calls hold a [`View`] (a shared lock) from their range checks until the
+/// driver call that uses the ranges has returned.
 #[derive(Debug, Default)]
 pub(crate) struct Pages {
     device: RwLock<PageMap>,
@@ -102,9 +124,9 @@ fn inside(size: u64, offset: u64, len: u64) -> bool {
 }
 
 fn read(map: &RwLock<PageMap>) -> RwLockReadGuard<'_, PageMap> {
-    // Each update is one insert or remove, so a panic elsewhere while the
-    // lock was held cannot leave the map half-updated: a poisoned lock is
-    // safe to keep using.
+    // Each update is one insert, remove or flag store, so a panic elsewhere
+    // while the lock was held cannot leave the map half-updated: a poisoned
+    // lock is safe to keep using.
     map.read().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -112,12 +134,91 @@ fn write(map: &RwLock<PageMap>) -> RwLockWriteGuard<'_, PageMap> {
     map.write().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Why a range was refused, for the error's detail.
-fn refusal(kind: &str, map: &PageMap, page: PageId) -> String {
-    if map.contains_key(&page.0) {
-        format!("{kind} range outside its page")
-    } else {
-        format!("{kind} range names no live {kind} page of this platform")
+fn add(map: &RwLock<PageMap>, address: u64, size: u64) {
+    write(map).insert(
+        address,
+        Entry {
+            size,
+            retired: AtomicBool::new(false),
+        },
+    );
+}
+
+fn retire(map: &RwLock<PageMap>, address: u64) {
+    if let Some(entry) = read(map).get(&address) {
+        entry.retired.store(true, Ordering::Release);
+    }
+}
+
+fn release(map: &RwLock<PageMap>, addresses: &[u64]) {
+    let mut map = write(map);
+    for address in addresses {
+        map.remove(address);
+    }
+}
+
+/// The pages of one kind, locked (shared) for as long as the view lives:
+/// hold it from the range checks until the driver call that uses the
+/// ranges has returned.
+pub(crate) struct View<'a> {
+    map: RwLockReadGuard<'a, PageMap>,
+    kind: &'static str,
+}
+
+impl View<'_> {
+    /// The size of the live, unretired page starting at `page`.
+    #[inline]
+    fn live(&self, page: u64) -> Option<u64> {
+        self.map
+            .get(&page)
+            .filter(|e| !e.retired.load(Ordering::Acquire))
+            .map(|e| e.size)
+    }
+
+    #[cold]
+    fn refuse(&self, call: &'static str, page: u64) -> HipError {
+        let kind = self.kind;
+        let why = match self.map.get(&page) {
+            Some(e) if e.retired.load(Ordering::Acquire) => {
+                format!("{kind} range names a {kind} page handed back to its storage")
+            }
+            Some(_) => format!("{kind} range outside its page"),
+            None => format!("{kind} range names no live {kind} page of this platform"),
+        };
+        HipError::invalid(call, &why)
+    }
+
+    /// The address of `offset .. offset + len` in page `page`, refused
+    /// unless it lies inside a live page.
+    #[inline]
+    pub(crate) fn address(
+        &self,
+        call: &'static str,
+        page: PageId,
+        offset: u64,
+        len: u64,
+    ) -> Result<u64, HipError> {
+        match self.live(page.0) {
+            Some(size) if inside(size, offset, len) => Ok(page.0 + offset),
+            _ => Err(self.refuse(call, page.0)),
+        }
+    }
+
+    /// The device address of every binding, in order, into `out`; refused
+    /// unless each lies inside a live page. `out` must be at least as long
+    /// as `bindings`.
+    #[inline]
+    pub(crate) fn bindings(
+        &self,
+        call: &'static str,
+        bindings: &[Binding],
+        out: &mut [*mut c_void],
+    ) -> Result<(), HipError> {
+        for (slot, b) in out.iter_mut().zip(bindings) {
+            let r = b.range;
+            *slot = self.address(call, r.page, r.offset, r.len)? as *mut c_void;
+        }
+        Ok(())
     }
 }
 
@@ -125,86 +226,64 @@ impl Pages {
     /// Registers a live device page, or updates its usable size (a page
     /// that grew in place).
     pub(crate) fn device_page_added(&self, address: u64, size: u64) {
-        write(&self.device).insert(address, size);
+        add(&self.device, address, size);
     }
 
-    /// Unregisters a device page: from now on no range may name it.
-    pub(crate) fn device_page_removed(&self, address: u64) {
-        write(&self.device).remove(&address);
+    /// Retires a device page (at its `dealloc`): no range may name it from
+    /// now on. Never waits for a call in flight.
+    pub(crate) fn device_page_retired(&self, address: u64) {
+        retire(&self.device, address);
+    }
+
+    /// Forgets device pages about to be freed; waits for the calls still
+    /// between their range checks and their driver calls.
+    pub(crate) fn device_pages_released(&self, addresses: &[u64]) {
+        release(&self.device, addresses);
     }
 
     /// Registers a live pinned host page.
     pub(crate) fn host_page_added(&self, address: u64, size: u64) {
-        write(&self.host).insert(address, size);
+        add(&self.host, address, size);
     }
 
-    /// Unregisters a pinned host page.
-    pub(crate) fn host_page_removed(&self, address: u64) {
-        write(&self.host).remove(&address);
+    /// Retires a pinned host page (at its `dealloc`).
+    pub(crate) fn host_page_retired(&self, address: u64) {
+        retire(&self.host, address);
     }
 
-    /// The device address of `range`, refused unless it lies inside a live
-    /// device page.
-    pub(crate) fn device_address(
-        &self,
-        call: &'static str,
-        range: DeviceRange,
-    ) -> Result<u64, HipError> {
-        let map = read(&self.device);
-        match map.get(&range.page.0) {
-            Some(&size) if inside(size, range.offset, range.len) => Ok(range.page.0 + range.offset),
-            _ => Err(HipError::invalid(
-                call,
-                &refusal("device", &map, range.page),
-            )),
+    /// Forgets pinned host pages about to be freed (see
+    /// [`Pages::device_pages_released`]).
+    pub(crate) fn host_pages_released(&self, addresses: &[u64]) {
+        release(&self.host, addresses);
+    }
+
+    /// The device pages, locked shared while the view lives.
+    #[inline]
+    pub(crate) fn device(&self) -> View<'_> {
+        View {
+            map: read(&self.device),
+            kind: "device",
         }
     }
 
-    /// The host address of `range`, refused unless it lies inside a live
-    /// pinned host page.
-    pub(crate) fn host_address(
-        &self,
-        call: &'static str,
-        range: HostRange,
-    ) -> Result<u64, HipError> {
-        let map = read(&self.host);
-        match map.get(&range.page.0) {
-            Some(&size) if inside(size, range.offset, range.len) => Ok(range.page.0 + range.offset),
-            _ => Err(HipError::invalid(call, &refusal("host", &map, range.page))),
+    /// The pinned host pages, locked shared while the view lives. Take it
+    /// after [`Pages::device`] when a call needs both.
+    #[inline]
+    pub(crate) fn host(&self) -> View<'_> {
+        View {
+            map: read(&self.host),
+            kind: "host",
         }
     }
+}
 
-    /// Whether every use lies inside a live page of its kind (the pages a
-    /// graph's replay touches).
-    pub(crate) fn all_live(&self, uses: &[PageUse]) -> bool {
-        let (device, host) = (read(&self.device), read(&self.host));
-        uses.iter().all(|u| {
-            let map = if u.host { &host } else { &device };
-            map.get(&u.page).is_some_and(|&size| u.end <= size)
-        })
-    }
-
-    /// The device address of every binding, in order, into `out` (one lock
-    /// for all of them); refused unless each lies inside a live device page.
-    /// `out` must be at least as long as `bindings`.
-    pub(crate) fn binding_addresses(
-        &self,
-        call: &'static str,
-        bindings: &[Binding],
-        out: &mut [*mut c_void],
-    ) -> Result<(), HipError> {
-        let map = read(&self.device);
-        for (slot, b) in out.iter_mut().zip(bindings) {
-            let r = b.range;
-            match map.get(&r.page.0) {
-                Some(&size) if inside(size, r.offset, r.len) => {
-                    *slot = (r.page.0 + r.offset) as *mut c_void;
-                }
-                _ => return Err(HipError::invalid(call, &refusal("device", &map, r.page))),
-            }
-        }
-        Ok(())
-    }
+/// Whether every use lies inside a live page of its kind (the pages a
+/// graph's replay touches).
+pub(crate) fn all_live(device: &View<'_>, host: &View<'_>, uses: &[PageUse]) -> bool {
+    uses.iter().all(|u| {
+        let view = if u.host { host } else { device };
+        view.live(u.page).is_some_and(|size| u.end <= size)
+    })
 }
 
 #[cfg(test)]
@@ -223,7 +302,11 @@ mod tests {
             slot: u64,
             size: u64,
         },
-        Remove {
+        Retire {
+            host: bool,
+            slot: u64,
+        },
+        Release {
             host: bool,
             slot: u64,
         },
@@ -274,7 +357,8 @@ mod tests {
                 slot,
                 size: size.clamp(1, SLOT)
             }),
-            (any::<bool>(), 0..8u64).prop_map(|(host, slot)| Op::Remove { host, slot }),
+            (any::<bool>(), 0..8u64).prop_map(|(host, slot)| Op::Retire { host, slot }),
+            (any::<bool>(), 0..8u64).prop_map(|(host, slot)| Op::Release { host, slot }),
             (any::<bool>(), page(), edge(), edge()).prop_map(|(host, page, offset, len)| {
                 Op::Query {
                     host,
@@ -288,44 +372,53 @@ mod tests {
 
     proptest! {
         /// The registry accepts a range exactly when a linear scan of the
-        /// live pages of that kind finds its page id with the range inside
-        /// (device and host pages never answer for each other), and hands
-        /// back the page's address plus the offset.
+        /// live, unretired pages of that kind finds its page id with the
+        /// range inside (device and host pages never answer for each
+        /// other), and hands back the page's address plus the offset.
         #[test]
         fn registry_matches_a_linear_scan(ops in proptest::collection::vec(op(), 1..64)) {
             let pages = Pages::default();
-            let mut model: Vec<(bool, u64, u64)> = Vec::new();
+            // (host, start, size, retired)
+            let mut model: Vec<(bool, u64, u64, bool)> = Vec::new();
             for op in ops {
                 match op {
                     Op::Add { host, slot, size } => {
                         let start = BASE + slot * SLOT;
-                        model.retain(|&(h, s, _)| !(h == host && s == start));
-                        model.push((host, start, size));
+                        model.retain(|&(h, s, _, _)| !(h == host && s == start));
+                        model.push((host, start, size, false));
                         if host {
                             pages.host_page_added(start, size);
                         } else {
                             pages.device_page_added(start, size);
                         }
                     }
-                    Op::Remove { host, slot } => {
+                    Op::Retire { host, slot } => {
                         let start = BASE + slot * SLOT;
-                        model.retain(|&(h, s, _)| !(h == host && s == start));
+                        for m in model.iter_mut().filter(|m| m.0 == host && m.1 == start) {
+                            m.3 = true;
+                        }
                         if host {
-                            pages.host_page_removed(start);
+                            pages.host_page_retired(start);
                         } else {
-                            pages.device_page_removed(start);
+                            pages.device_page_retired(start);
+                        }
+                    }
+                    Op::Release { host, slot } => {
+                        let start = BASE + slot * SLOT;
+                        model.retain(|&(h, s, _, _)| !(h == host && s == start));
+                        if host {
+                            pages.host_pages_released(&[start]);
+                        } else {
+                            pages.device_pages_released(&[start]);
                         }
                     }
                     Op::Query { host, page, offset, len } => {
-                        let expected = model.iter().any(|&(h, s, size)| {
-                            h == host && s == page
+                        let expected = model.iter().any(|&(h, s, size, retired)| {
+                            h == host && s == page && !retired
                                 && offset.checked_add(len).is_some_and(|end| end <= size)
                         });
-                        let got = if host {
-                            pages.host_address("q", HostRange { page: PageId(page), offset, len })
-                        } else {
-                            pages.device_address("q", DeviceRange { page: PageId(page), offset, len })
-                        };
+                        let view = if host { pages.host() } else { pages.device() };
+                        let got = view.address("q", PageId(page), offset, len);
                         prop_assert_eq!(got.is_ok(), expected);
                         if let Ok(address) = got {
                             prop_assert_eq!(address, page + offset);
@@ -336,7 +429,7 @@ mod tests {
                                 access: Access::Read,
                             };
                             let mut out = [std::ptr::null_mut(); 1];
-                            let checked = pages.binding_addresses("q", &[binding], &mut out);
+                            let checked = view.bindings("q", &[binding], &mut out);
                             prop_assert_eq!(checked.is_ok(), expected);
                         }
                     }
@@ -345,22 +438,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn one_bad_binding_refuses_the_whole_launch() {
-        let pages = Pages::default();
-        pages.device_page_added(BASE, 4096);
-        pages.host_page_added(BASE + SLOT, 4096);
-        let at = |page, offset, len| Binding {
+    fn at(page: u64, offset: u64, len: u64) -> Binding {
+        Binding {
             range: DeviceRange {
                 page: PageId(page),
                 offset,
                 len,
             },
             access: Access::Write,
-        };
+        }
+    }
+
+    #[test]
+    fn one_bad_binding_refuses_the_whole_launch() {
+        let pages = Pages::default();
+        pages.device_page_added(BASE, 4096);
+        pages.host_page_added(BASE + SLOT, 4096);
         let mut out = [std::ptr::null_mut(); 3];
-        pages
-            .binding_addresses("launch", &[at(BASE, 0, 64), at(BASE, 4032, 64)], &mut out)
+        let view = pages.device();
+        view.bindings("launch", &[at(BASE, 0, 64), at(BASE, 4032, 64)], &mut out)
             .unwrap();
         assert_eq!(out[1] as u64, BASE + 4032);
         for bad in [
@@ -368,33 +464,61 @@ mod tests {
             at(BASE + SLOT, 0, 64),
             at(BASE + 256, 0, 1),
         ] {
-            let err = pages
-                .binding_addresses("launch", &[at(BASE, 0, 64), bad], &mut out)
+            let err = view
+                .bindings("launch", &[at(BASE, 0, 64), bad], &mut out)
                 .unwrap_err();
             assert_eq!(err.kind(), streamcore::platform::ErrorKind::InvalidValue);
         }
-        let err = pages
-            .device_address(
-                "copy",
-                DeviceRange {
-                    page: PageId(BASE + SLOT),
-                    offset: 0,
-                    len: 1,
-                },
-            )
-            .unwrap_err();
+        let err = view.address("copy", PageId(BASE + SLOT), 0, 1).unwrap_err();
         assert!(err.to_string().contains("no live device page"), "{err}");
-        let err = pages
-            .device_address(
-                "copy",
-                DeviceRange {
-                    page: PageId(BASE),
-                    offset: 4096,
-                    len: 1,
-                },
-            )
-            .unwrap_err();
+        let err = view.address("copy", PageId(BASE), 4096, 1).unwrap_err();
         assert!(err.to_string().contains("outside its page"), "{err}");
+        drop(view);
+        pages.device_page_retired(BASE);
+        let err = pages
+            .device()
+            .address("copy", PageId(BASE), 0, 1)
+            .unwrap_err();
+        assert!(err.to_string().contains("handed back"), "{err}");
+    }
+
+    #[test]
+    fn release_waits_for_a_call_between_check_and_driver_call() {
+        use std::sync::atomic::AtomicU8;
+        use std::time::Duration;
+        let pages = Pages::default();
+        pages.device_page_added(BASE, 4096);
+        // 0: checking, 1: checked (view held), 2: "driver call" returned,
+        // 3: released.
+        let step = AtomicU8::new(0);
+        std::thread::scope(|s| {
+            let view = pages.device();
+            view.address("launch", PageId(BASE), 0, 64).unwrap();
+            step.store(1, Ordering::SeqCst);
+            s.spawn(|| {
+                // The storage's dealloc then flush: retiring never waits,
+                // releasing waits for the view.
+                pages.device_page_retired(BASE);
+                pages.device_pages_released(&[BASE]);
+                assert_eq!(
+                    step.load(Ordering::SeqCst),
+                    2,
+                    "released while a call held the page"
+                );
+                step.store(3, Ordering::SeqCst);
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            assert_eq!(step.load(Ordering::SeqCst), 1);
+            step.store(2, Ordering::SeqCst);
+            drop(view);
+        });
+        assert_eq!(step.load(Ordering::SeqCst), 3);
+        assert!(
+            pages
+                .device()
+                .address("launch", PageId(BASE), 0, 64)
+                .is_err()
+        );
     }
 
     #[test]
@@ -418,18 +542,20 @@ mod tests {
         merge_uses(&mut uses);
         assert_eq!(uses.len(), 2, "{uses:?}");
         assert!(uses.contains(&d(0, 4096)), "furthest end kept: {uses:?}");
-        assert!(pages.all_live(&uses));
+        let live = |uses: &[PageUse]| all_live(&pages.device(), &pages.host(), uses);
+        assert!(live(&uses));
         // A host page is never a device page, and a page gone is gone.
         let as_device = PageUse::device(DeviceRange {
             page: PageId(BASE + SLOT),
             offset: 0,
             len: 1,
         });
-        assert!(!pages.all_live(&[as_device]));
-        pages.host_page_removed(BASE + SLOT);
-        assert!(!pages.all_live(&uses));
+        assert!(!live(&[as_device]));
+        pages.host_page_retired(BASE + SLOT);
+        assert!(!live(&uses));
+        pages.host_pages_released(&[BASE + SLOT]);
         pages.host_page_added(BASE + SLOT, 16);
-        assert!(!pages.all_live(&uses), "back, but smaller than the use");
+        assert!(!live(&uses), "back, but smaller than the use");
     }
 
     #[test]

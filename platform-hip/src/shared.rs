@@ -5,6 +5,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use cubecl_hip_sys as hip;
 
@@ -53,7 +54,20 @@ pub(crate) struct Shared {
     /// Live device and pinned host pages of every storage of this platform:
     /// copies and launches refuse ranges outside them.
     pub(crate) pages: Pages,
+    /// Driver events no `HipEvent` holds, for `record` to reuse.
+    events: Mutex<Vec<PooledEvent>>,
 }
+
+/// At most this many idle events are kept per platform.
+const EVENT_POOL: usize = 256;
+
+/// An idle driver event of the pool.
+#[derive(Debug)]
+struct PooledEvent(hip::hipEvent_t);
+
+// SAFETY: an event handle is a process-wide object any thread may record,
+// query or destroy; the pool owns the idle ones exclusively.
+unsafe impl Send for PooledEvent {}
 
 impl Shared {
     pub(crate) fn new(device: i32) -> Self {
@@ -62,6 +76,29 @@ impl Shared {
             captures: AtomicUsize::new(0),
             doom_epoch: AtomicU64::new(0),
             pages: Pages::default(),
+            events: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn event_pool(&self) -> std::sync::MutexGuard<'_, Vec<PooledEvent>> {
+        // A push or pop cannot be left half done: a poisoned lock is safe
+        // to keep using.
+        self.events.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// An idle event of this platform's device, if the pool has one.
+    pub(crate) fn take_event(&self) -> Option<hip::hipEvent_t> {
+        self.event_pool().pop().map(|e| e.0)
+    }
+
+    /// Keeps an idle event for reuse; hands it back when the pool is full.
+    pub(crate) fn give_back_event(&self, raw: hip::hipEvent_t) -> Option<hip::hipEvent_t> {
+        let mut pool = self.event_pool();
+        if pool.len() < EVENT_POOL {
+            pool.push(PooledEvent(raw));
+            None
+        } else {
+            Some(raw)
         }
     }
 
@@ -99,14 +136,21 @@ impl Shared {
     }
 
     /// Registers a live device page (any device storage of this platform),
-    /// or updates its usable size.
+    /// or updates its usable size. See [`Pages`] for the protocol.
     pub(crate) fn device_page_added(&self, address: u64, size: u64) {
         self.pages.device_page_added(address, size);
     }
 
-    /// Unregisters a device page, at its `dealloc` (or the storage's drop).
-    pub(crate) fn device_page_removed(&self, address: u64) {
-        self.pages.device_page_removed(address);
+    /// Retires a device page at its `dealloc`: no range may name it from
+    /// now on. Never waits.
+    pub(crate) fn device_page_retired(&self, address: u64) {
+        self.pages.device_page_retired(address);
+    }
+
+    /// Forgets retired device pages right before they are freed; waits for
+    /// calls still using a range in them.
+    pub(crate) fn device_pages_released(&self, addresses: &[u64]) {
+        self.pages.device_pages_released(addresses);
     }
 
     /// Registers a live pinned host page.
@@ -114,9 +158,27 @@ impl Shared {
         self.pages.host_page_added(address, size);
     }
 
-    /// Unregisters a pinned host page.
-    pub(crate) fn host_page_removed(&self, address: u64) {
-        self.pages.host_page_removed(address);
+    /// Retires a pinned host page at its `dealloc`.
+    pub(crate) fn host_page_retired(&self, address: u64) {
+        self.pages.host_page_retired(address);
+    }
+
+    /// Forgets retired pinned host pages right before they are freed.
+    pub(crate) fn host_pages_released(&self, addresses: &[u64]) {
+        self.pages.host_pages_released(addresses);
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let pool = std::mem::take(
+            self.events
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for event in pool {
+            crate::event::destroy(self.device, event.0);
+        }
     }
 }
 

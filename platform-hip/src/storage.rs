@@ -84,7 +84,7 @@ impl Storage for HipStorage {
     fn dealloc(&mut self, page: PageId) {
         if self.live.remove(&page.0).is_some() {
             // No range may name the page from now on.
-            self.shared.device_page_removed(page.0);
+            self.shared.device_page_retired(page.0);
             self.pending.push(page.0);
         }
     }
@@ -94,6 +94,8 @@ impl Storage for HipStorage {
             return Ok(());
         }
         self.shared.make_current()?;
+        // Waits for calls still queueing work on these pages.
+        self.shared.device_pages_released(&self.pending);
         Self::release(&mut self.pending)
     }
 }
@@ -101,10 +103,11 @@ impl Storage for HipStorage {
 impl Drop for HipStorage {
     fn drop(&mut self) {
         for &page in self.live.keys() {
-            self.shared.device_page_removed(page);
+            self.shared.device_page_retired(page);
         }
         self.pending.extend(self.live.keys().copied());
         self.live.clear();
+        self.shared.device_pages_released(&self.pending);
         // A failure shows in `hipFree`'s status.
         let _ = self.shared.make_current();
         // A failure cannot be reported from `drop`; the rest are leaked.

@@ -24,6 +24,7 @@ fn main() -> std::process::ExitCode {
         smoke::events_pass_and_stay_passed,
         smoke::round_trip_through_device_with_offsets,
         smoke::wait_orders_work_across_streams,
+        smoke::a_wait_keeps_its_record_when_the_event_is_reused,
         storage::device_pages_are_distinct_aligned_and_freed_on_flush,
         storage::out_of_memory_is_typed_and_changes_nothing,
         storage::host_pages_refuse_out_of_range_access,
