@@ -41,6 +41,9 @@ use crate::stream::HipStream;
 /// stack, so a launch allocates nothing).
 pub const MAX_BINDINGS: usize = 64;
 
+/// Launches with at most this many bindings use arrays of this size.
+const SMALL: usize = 8;
+
 /// A loaded kernel: the module and the entry point inside it. Dropping it
 /// unloads the module; graphs that launch it must be destroyed first.
 #[derive(Debug)]
@@ -203,15 +206,36 @@ impl HipKernel {
             return Err(HipError::invalid(CALL, "a kernel loaded on another device"));
         }
         stream.check_owner(shared, CALL)?;
-        // `self.bindings <= MAX_BINDINGS` (checked at load), so every
-        // binding has a slot. The view keeps the pages from being released
-        // until the launch is queued.
+        // Argument arrays on the stack, sized for the common case so a
+        // launch initializes little (and allocates nothing).
+        if bindings.len() <= SMALL {
+            self.queue::<SMALL>(shared, stream, dims, bindings)
+        } else {
+            self.queue::<MAX_BINDINGS>(shared, stream, dims, bindings)
+        }
+    }
+
+    /// The launch itself, with argument arrays of `N >= bindings.len()`
+    /// slots (the count was checked against the declaration, which is at
+    /// most `MAX_BINDINGS`).
+    #[inline]
+    fn queue<const N: usize>(
+        &self,
+        shared: &Shared,
+        stream: &mut HipStream,
+        dims: LaunchDims,
+        bindings: &[Binding],
+    ) -> Result<(), HipError> {
+        const CALL: &str = "hipModuleLaunchKernel";
+        debug_assert!(bindings.len() <= N);
+        // The view keeps the pages from being released until the launch is
+        // queued.
         let pages = shared.pages.device();
-        let mut pointers: [*mut c_void; MAX_BINDINGS] = [ptr::null_mut(); MAX_BINDINGS];
+        let mut pointers: [*mut c_void; N] = [ptr::null_mut(); N];
         pages.bindings(CALL, bindings, &mut pointers)?;
         stream.note_bindings(bindings);
         shared.make_current()?;
-        let mut params: [*mut c_void; MAX_BINDINGS] = [ptr::null_mut(); MAX_BINDINGS];
+        let mut params: [*mut c_void; N] = [ptr::null_mut(); N];
         for (param, pointer) in params
             .iter_mut()
             .zip(pointers.iter_mut())
@@ -225,13 +249,13 @@ impl HipKernel {
         // loaded on this platform's device, which is current; the stream is
         // live and belongs to this platform. The kernel declared
         // `self.bindings` parameters and exactly that many bindings were
-        // given, each checked to lie inside a live device page of this
-        // platform, which `pages` keeps from being released (and freed)
-        // until the call returns; `params` holds a pointer to each argument's
-        // pointer-sized slot in `pointers`, both alive until the call
-        // returns (HIP copies argument values at launch). `extra` is null.
-        // The device addresses are only dereferenced by the device, by a
-        // kernel whose source promises to stay inside its bindings (the
+        // given (at most `N`), each checked to lie inside a live device page
+        // of this platform, which `pages` keeps from being released (and
+        // freed) until the call returns; `params` holds a pointer to each
+        // argument's pointer-sized slot in `pointers`, both alive until the
+        // call returns (HIP copies argument values at launch). `extra` is
+        // null. The device addresses are only dereferenced by the device, by
+        // a kernel whose source promises to stay inside its bindings (the
         // module docs).
         let status = unsafe {
             hip::hipModuleLaunchKernel(

@@ -206,3 +206,51 @@ pub fn launches_pass_exactly_the_declared_bindings() -> Outcome {
     assert_eq!(to_words(&back), vec![7u32; 32]);
     Ok(())
 }
+
+/// Ten parameters: `p[k][threadIdx.x] = k + 1`.
+const TEN: KernelSource<'static> = KernelSource {
+    name: "ten_params",
+    source: r#"
+extern "C" __global__ void ten_params(unsigned int* p0, unsigned int* p1, unsigned int* p2,
+    unsigned int* p3, unsigned int* p4, unsigned int* p5, unsigned int* p6, unsigned int* p7,
+    unsigned int* p8, unsigned int* p9) {
+    unsigned int* p[10] = {p0, p1, p2, p3, p4, p5, p6, p7, p8, p9};
+    for (int k = 0; k < 10; ++k) { p[k][threadIdx.x] = (unsigned int)k + 1u; }
+}
+"#,
+    bindings: 10,
+};
+
+pub fn a_launch_with_many_bindings_passes_each_in_order() -> Outcome {
+    let platform = platform_or_skip()?;
+    let mut host = platform.host_storage().unwrap();
+    let mut device = platform.device_storage().unwrap();
+    let mut stream = platform.create_stream().unwrap();
+    let kernel = platform.load_kernel(&TEN).unwrap();
+    let page = device.alloc(10 * 256).unwrap();
+    let bindings: Vec<Binding> = (0..10)
+        .map(|k| Binding {
+            range: range(page, 256 * k, 128),
+            access: Access::Write,
+        })
+        .collect();
+    platform
+        .launch(&mut stream, &kernel, LaunchDims::linear(1, 32), &bindings)
+        .unwrap();
+    let out = host_page(&mut host, &[0u8; 10 * 256]);
+    platform
+        .copy_to_host(
+            &mut stream,
+            range(page, 0, 10 * 256),
+            host_range(out, 0, 10 * 256),
+        )
+        .unwrap();
+    drain(&platform, &mut stream);
+    let mut back = vec![0u8; 10 * 256];
+    host.read(out, 0, &mut back).unwrap();
+    for k in 0..10 {
+        let words = to_words(&back[256 * k..256 * k + 128]);
+        assert_eq!(words, vec![k as u32 + 1; 32], "binding {k}");
+    }
+    Ok(())
+}

@@ -41,6 +41,7 @@ fn main() -> std::process::ExitCode {
         sticky::sticky_error_stays_in_the_child,
         bounds::device_ranges_outside_live_device_pages_are_refused,
         bounds::launches_pass_exactly_the_declared_bindings,
+        bounds::a_launch_with_many_bindings_passes_each_in_order,
         devices::a_platform_on_device_1_works_from_fresh_threads;
         not_available::child_constructor_without_runtime,
         sticky::child_illegal_address,
