@@ -33,6 +33,7 @@ fn main() -> std::process::ExitCode {
         kernel::compile_errors_are_typed_with_the_log,
         kernel::a_missing_entry_point_is_typed,
         kernel::too_many_bindings_are_refused,
+        kernel::an_oversized_block_is_a_recoverable_launch_failure,
         graph::captured_graph_replays_with_fresh_inputs,
         graph::host_sync_during_capture_is_refused_and_invalidates_it,
         graph::capture_calls_out_of_order_are_rejected,
