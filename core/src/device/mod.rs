@@ -25,7 +25,7 @@ mod transfer;
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 pub use buffer::{BufferId, StaleBuffer};
 pub use handle::{Arg, Buffer, Graph, GraphId, KernelId};
@@ -122,7 +122,19 @@ pub struct DeviceStats {
     pub oom_retries: u64,
 }
 
-static NEXT_DEVICE: AtomicU64 = AtomicU64::new(1);
+/// The next device id. Pointer-sized, not `u64`: 32-bit firmware targets
+/// (`thumbv7em`, `riscv32imac`) have no 64-bit atomics. The increment is
+/// checked, so ids never repeat; on a 32-bit target the 2^32-th device is
+/// refused with a typed error instead of reusing an id.
+static NEXT_DEVICE: AtomicUsize = AtomicUsize::new(1);
+
+/// A fresh device id, or `None` once every id was handed out.
+fn next_device_id() -> Option<u64> {
+    NEXT_DEVICE
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1))
+        .ok()
+        .map(|n| n as u64)
+}
 
 /// A GPU seen through the core. Clone it to share it (between threads when
 /// the platform's types are `Send`).
@@ -155,9 +167,12 @@ impl<P: Platform> Device<P> {
             .map_err(|e| Error::platform("host_storage", e))?;
         let host = MemoryManager::new(host_storage, MemoryLayout::for_device(&props));
         let n = config.streams as usize;
+        let id = next_device_id().ok_or(Error::InvalidArgument(
+            "device ids exhausted: this 32-bit target created 2^32 devices",
+        ))?;
         let inner = Inner {
             platform,
-            id: NEXT_DEVICE.fetch_add(1, Ordering::Relaxed),
+            id,
             layout,
             flush,
             streams: StreamPool::new(config.streams, 0),
