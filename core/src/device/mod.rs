@@ -36,7 +36,7 @@ use crate::error::Error;
 use crate::failure::{ErrorGraph, FailureId};
 use crate::info_cache::CachePolicy;
 use crate::memory::{MemoryLayout, MemoryManager, MemoryReport};
-use crate::platform::{DeviceProperties, KernelSource, LaunchDims, Platform};
+use crate::platform::{Capabilities, DeviceProperties, KernelSource, LaunchDims, Platform};
 use crate::stream::{CrossPins, Phase, StreamId, StreamPool, SyncTable, WaitPlan};
 use state::Inner;
 
@@ -207,6 +207,19 @@ impl<P: Platform> Device<P> {
     /// The device's properties.
     pub fn properties(&self) -> DeviceProperties {
         self.inner.lock().platform.properties()
+    }
+
+    /// What the platform offers beyond the required methods: its declared
+    /// [`Capabilities`], less [`Capabilities::GRAPH_CAPTURE`] when it
+    /// provides no [`GraphCapture`](crate::platform::GraphCapture) (the
+    /// capture calls then fail with [`Error::NotSupported`]).
+    pub fn capabilities(&self) -> Capabilities {
+        let inner = self.inner.lock();
+        let mut caps = inner.platform.capabilities();
+        if inner.platform.capture().is_none() {
+            caps.remove(Capabilities::GRAPH_CAPTURE);
+        }
+        caps
     }
 
     /// Runs `f` with the platform (e.g. the mock's checker) under the lock.
