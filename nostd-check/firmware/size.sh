@@ -23,6 +23,7 @@ nm -S -C -t d "$elf" | awk '
         if (crate == "streamcore") group = "streamcore (the core)"
         else if (crate ~ /^(hashbrown|heapless|spin|bitflags|hash32|stable_deref_trait|byteorder)$/) group = "core dependency " crate
         else if (crate ~ /^(core|alloc)$/) group = "Rust core + alloc"
+        else if (crate == "__rustc") group = "the check (scenario, allocator, start-up)"
         else if (crate == "compiler_builtins" || name ~ /^__/) group = "compiler builtins"
         else group = "the check (scenario, allocator, start-up)"
         by[group] += $2 + 0
