@@ -123,6 +123,7 @@ impl GraphCapture<Knobs> for Knobs {
 const K: KernelSource<'static> = KernelSource {
     name: "k",
     source: "",
+    bindings: 3,
 };
 
 fn assert_not_supported<T: core::fmt::Debug>(r: Result<T, Error<NullError>>, op: &str) {
