@@ -43,7 +43,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
 
 use streamcore::platform::{
-    Binding, DeviceProperties, DeviceRange, HostRange, KernelSource, LaunchDims, Platform,
+    Binding, Capabilities, DeviceProperties, DeviceRange, GraphCapture, GraphOf, HostRange,
+    KernelSource, LaunchDims, Platform,
 };
 
 pub use plan::RuleId;
@@ -246,7 +247,7 @@ impl<P: Platform> Platform for FaultInjector<P> {
     type Event = P::Event;
     type Storage = FaultStorage<P::Storage>;
     type HostStorage = FaultStorage<P::HostStorage>;
-    type Graph = P::Graph;
+    type Capture = Self;
     type Kernel = FaultKernel<P::Kernel>;
     type Error = FaultError<P::Error>;
 
@@ -254,6 +255,15 @@ impl<P: Platform> Platform for FaultInjector<P> {
         lock(&self.state)
             .properties
             .unwrap_or_else(|| self.inner.properties())
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    /// Graph capture exactly when the wrapped platform has it.
+    fn capture(&self) -> Option<&Self> {
+        self.inner.capture().map(|_| self)
     }
 
     fn create_stream(&self) -> Result<Self::Stream, Self::Error> {
@@ -361,10 +371,16 @@ impl<P: Platform> Platform for FaultInjector<P> {
             .launch(stream, &kernel.inner, dims, bindings)
             .map_err(FaultError::Platform)
     }
+}
 
-    fn begin_capture(&self, stream: &mut Self::Stream) -> Result<(), Self::Error> {
+/// Capture goes through the injector like every other call; it exists
+/// exactly when the wrapped platform's does.
+impl<P: Platform> GraphCapture<FaultInjector<P>> for FaultInjector<P> {
+    type Graph = GraphOf<P>;
+
+    fn begin_capture(&self, stream: &mut P::Stream) -> Result<(), FaultError<P::Error>> {
         self.check(Site::BeginCapture)?;
-        self.inner
+        self.inner_capture(Site::BeginCapture)?
             .begin_capture(stream)
             .map_err(FaultError::Platform)
     }
@@ -372,14 +388,15 @@ impl<P: Platform> Platform for FaultInjector<P> {
     /// Forwarded even when a fault strikes: the wrapped platform stops
     /// capturing (a driver's `end_capture` ends the capture whatever it
     /// answers), the graph it made is destroyed, and the fault is reported.
-    fn end_capture(&self, stream: &mut Self::Stream) -> Result<Self::Graph, Self::Error> {
+    fn end_capture(&self, stream: &mut P::Stream) -> Result<GraphOf<P>, FaultError<P::Error>> {
         let verdict = self.check(Site::EndCapture);
-        let graph = self.inner.end_capture(stream);
+        let capture = self.inner_capture(Site::EndCapture)?;
+        let graph = capture.end_capture(stream);
         match verdict {
             Ok(()) => graph.map_err(FaultError::Platform),
             Err(e) => {
                 if let Ok(g) = graph {
-                    let _ = self.inner.destroy_graph(g);
+                    let _ = capture.destroy_graph(g);
                 }
                 Err(e)
             }
@@ -388,20 +405,32 @@ impl<P: Platform> Platform for FaultInjector<P> {
 
     fn launch_graph(
         &self,
-        stream: &mut Self::Stream,
-        graph: &Self::Graph,
-    ) -> Result<(), Self::Error> {
+        stream: &mut P::Stream,
+        graph: &GraphOf<P>,
+    ) -> Result<(), FaultError<P::Error>> {
         self.check(Site::LaunchGraph)?;
-        self.inner
+        self.inner_capture(Site::LaunchGraph)?
             .launch_graph(stream, graph)
             .map_err(FaultError::Platform)
     }
 
-    fn destroy_graph(&self, graph: Self::Graph) -> Result<(), Self::Error> {
+    fn destroy_graph(&self, graph: GraphOf<P>) -> Result<(), FaultError<P::Error>> {
         self.check(Site::DestroyGraph)?;
-        self.inner
+        self.inner_capture(Site::DestroyGraph)?
             .destroy_graph(graph)
             .map_err(FaultError::Platform)
+    }
+}
+
+impl<P: Platform> FaultInjector<P> {
+    /// The wrapped platform's capture. The device only calls the capture
+    /// methods when [`Platform::capture`] answered `Some`, which it does
+    /// exactly when the wrapped platform's does; a wrapped platform that
+    /// changed its answer gets a typed error, not a panic.
+    fn inner_capture(&self, site: Site) -> Result<&P::Capture, FaultError<P::Error>> {
+        self.inner
+            .capture()
+            .ok_or(FaultError::NotSupported { site })
     }
 }
 
