@@ -495,7 +495,6 @@ fn an_empty_buffer_of_zero_bytes_is_claimed() {
 /// `MemoryLayout::new` and overflowed in the manager (debug) or reached
 /// `unreachable!` in `reserve` (release).
 #[test]
-#[ignore = "issue 14 item 5: fails until the core fix lands"]
 fn a_layout_of_u64_max_pages_is_a_typed_error() {
     for layout in [6, 7] {
         run(Program {
@@ -514,7 +513,6 @@ fn a_layout_of_u64_max_pages_is_a_typed_error() {
 /// Issue 14 item 5: a platform reporting pages of `u64::MAX` (or `2^63`)
 /// bytes panicked `Device::new` in debug builds.
 #[test]
-#[ignore = "issue 14 item 5: fails until the core fix lands"]
 fn odd_page_sizes_of_the_platform_are_typed_errors() {
     for device in [11, 12] {
         run(Program {
