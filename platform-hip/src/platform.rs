@@ -9,6 +9,7 @@ use streamcore::platform::{
 };
 
 use crate::copy;
+use crate::device_storage::{HipDeviceStorage, StoragePreference};
 use crate::error::{HipError, check};
 use crate::event::HipEvent;
 use crate::graph::{self, HipGraph};
@@ -18,6 +19,8 @@ use crate::properties;
 use crate::shared::Shared;
 use crate::storage::HipStorage;
 use crate::stream::HipStream;
+use crate::vmm;
+use crate::vmm_storage::HipVmmStorage;
 
 /// One HIP device as a streamcore [`Platform`].
 ///
@@ -30,6 +33,9 @@ pub struct HipPlatform {
     shared: Arc<Shared>,
     properties: DeviceProperties,
     name: String,
+    /// The virtual-memory granularity, when the device supports it.
+    vmm_granularity: Option<u64>,
+    storage: StoragePreference,
 }
 
 impl HipPlatform {
@@ -75,11 +81,47 @@ impl HipPlatform {
         shared.make_current()?;
         let properties = properties::read(&shared)?;
         let name = properties::device_name(&shared)?;
+        // A probe that fails says the calls cannot be used: `hipMalloc`.
+        let vmm_granularity = vmm::probe(&shared).ok().flatten();
         Ok(Self {
             shared,
             properties,
             name,
+            vmm_granularity,
+            storage: StoragePreference::Auto,
         })
+    }
+
+    /// Chooses which storage [`Platform::device_storage`] hands out.
+    pub fn with_storage(mut self, preference: StoragePreference) -> Self {
+        self.storage = preference;
+        self
+    }
+
+    /// The granularity of the driver's virtual memory (bytes), or `None`
+    /// when the device or runtime does not support it.
+    pub fn vmm_granularity(&self) -> Option<u64> {
+        self.vmm_granularity
+    }
+
+    /// A storage over the driver's virtual memory; an error of kind
+    /// [`ErrorKind::NotAvailable`] where the device does not support it.
+    pub fn vmm_storage(&self) -> Result<HipVmmStorage, HipError> {
+        match self.vmm_granularity {
+            Some(g) => Ok(HipVmmStorage::new(&self.shared, g)),
+            None => Err(HipError::platform(
+                "hipMemGetAllocationGranularity",
+                ErrorKind::NotAvailable,
+                Some(hip::hipError_t_hipErrorNotSupported),
+                "hipErrorNotSupported",
+                "the device or runtime has no virtual-memory support",
+            )),
+        }
+    }
+
+    /// A storage over `hipMalloc` / `hipFree`.
+    pub fn malloc_storage(&self) -> HipStorage {
+        HipStorage::new(&self.shared)
     }
 
     /// The device's name as the runtime reports it.
@@ -101,7 +143,7 @@ impl HipPlatform {
 impl Platform for HipPlatform {
     type Stream = HipStream;
     type Event = HipEvent;
-    type Storage = HipStorage;
+    type Storage = HipDeviceStorage;
     type HostStorage = HipHostStorage;
     type Graph = HipGraph;
     type Kernel = HipKernel;
@@ -115,8 +157,15 @@ impl Platform for HipPlatform {
         HipStream::create(&self.shared)
     }
 
-    fn device_storage(&self) -> Result<HipStorage, HipError> {
-        Ok(HipStorage::new(&self.shared))
+    /// Virtual memory where the device supports it (and the preference is
+    /// [`StoragePreference::Auto`]), else `hipMalloc`.
+    fn device_storage(&self) -> Result<HipDeviceStorage, HipError> {
+        Ok(match (self.storage, self.vmm_granularity) {
+            (StoragePreference::Auto, Some(g)) => {
+                HipDeviceStorage::Vmm(HipVmmStorage::new(&self.shared, g))
+            }
+            _ => HipDeviceStorage::Malloc(HipStorage::new(&self.shared)),
+        })
     }
 
     fn host_storage(&self) -> Result<HipHostStorage, HipError> {

@@ -27,6 +27,7 @@ pub const DEVICE_ALIGNMENT: u64 = 256;
 pub struct HipStorage {
     live: BTreeMap<u64, u64>,
     pending: Vec<u64>,
+    calls: u64,
     shared: Arc<Shared>,
 }
 
@@ -35,6 +36,7 @@ impl HipStorage {
         Self {
             live: BTreeMap::new(),
             pending: Vec::new(),
+            calls: 0,
             shared: Arc::clone(shared),
         }
     }
@@ -49,12 +51,18 @@ impl HipStorage {
         self.pending.len()
     }
 
-    fn release(queue: &mut Vec<u64>) -> Result<(), HipError> {
+    /// `hipMalloc` and `hipFree` calls made so far.
+    pub fn driver_calls(&self) -> u64 {
+        self.calls
+    }
+
+    fn release(queue: &mut Vec<u64>, calls: &mut u64) -> Result<(), HipError> {
         while let Some(&address) = queue.last() {
             // SAFETY: `address` came from `hipMalloc`, was removed from the
             // live set by `dealloc`, and is freed exactly once: it leaves the
             // queue only after `hipFree` succeeded.
             check("hipFree", unsafe { hip::hipFree(address as *mut c_void) })?;
+            *calls += 1;
             queue.pop();
         }
         Ok(())
@@ -75,6 +83,7 @@ impl Storage for HipStorage {
         let mut address: *mut c_void = ptr::null_mut();
         // SAFETY: `address` is a valid out-pointer; `bytes` is non-zero.
         check("hipMalloc", unsafe { hip::hipMalloc(&mut address, bytes) })?;
+        self.calls += 1;
         let id = address as u64;
         self.live.insert(id, size.max(1));
         Ok(PageId(id))
@@ -90,7 +99,7 @@ impl Storage for HipStorage {
         if self.pending.is_empty() || self.shared.capturing() {
             return Ok(());
         }
-        Self::release(&mut self.pending)
+        Self::release(&mut self.pending, &mut self.calls)
     }
 }
 
@@ -99,6 +108,6 @@ impl Drop for HipStorage {
         self.pending.extend(self.live.keys().copied());
         self.live.clear();
         // A failure cannot be reported from `drop`; the rest are leaked.
-        let _ = Self::release(&mut self.pending);
+        let _ = Self::release(&mut self.pending, &mut self.calls);
     }
 }

@@ -152,7 +152,7 @@ fn storage_flush_during_capture_is_deferred() {
     let Some(platform) = platform_or_skip("storage_flush_during_capture_is_deferred") else {
         return;
     };
-    let mut device = platform.device_storage().unwrap();
+    let mut device = platform.malloc_storage();
     let page = device.alloc(4096).unwrap();
     device.dealloc(page);
     let mut stream = platform.create_stream().unwrap();

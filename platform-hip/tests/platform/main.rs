@@ -11,3 +11,4 @@ mod not_available;
 mod smoke;
 mod sticky;
 mod storage;
+mod vmm;

@@ -12,7 +12,7 @@ fn device_pages_are_distinct_aligned_and_freed_on_flush() {
     else {
         return;
     };
-    let mut device = platform.device_storage().unwrap();
+    let mut device = platform.malloc_storage();
     let align = device.alignment();
     let pages: Vec<PageId> = (0..4).map(|_| device.alloc(1 << 20).unwrap()).collect();
     for (i, p) in pages.iter().enumerate() {
@@ -33,7 +33,7 @@ fn out_of_memory_is_typed_and_changes_nothing() {
     let Some(platform) = platform_or_skip("out_of_memory_is_typed_and_changes_nothing") else {
         return;
     };
-    let mut device = platform.device_storage().unwrap();
+    let mut device = platform.malloc_storage();
     let before = device.live_bytes();
     let err = device.alloc(1 << 50).expect_err("a petabyte cannot fit");
     assert_eq!(err.kind(), ErrorKind::OutOfMemory, "{err}");
