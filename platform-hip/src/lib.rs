@@ -38,6 +38,7 @@
 //! applied deterministically whatever the event. Storage `flush` during a
 //! capture keeps its queue for the next flush.
 
+mod ballast;
 mod copy;
 mod device_storage;
 mod driver_pool;

@@ -8,6 +8,7 @@ use streamcore::platform::{
     Platform,
 };
 
+use crate::ballast::Ballast;
 use crate::copy;
 use crate::device_storage::{HipDeviceStorage, StoragePreference};
 use crate::error::{HipError, check};
@@ -30,12 +31,15 @@ use crate::vmm_storage::HipVmmStorage;
 /// or a bad ordinal is an error of kind [`ErrorKind::NotAvailable`].
 #[derive(Debug)]
 pub struct HipPlatform {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     properties: DeviceProperties,
     name: String,
     /// The virtual-memory granularity, when the device supports it.
     vmm_granularity: Option<u64>,
     storage: StoragePreference,
+    /// Memory held so only a given amount stays free (`leave_free`).
+    pub(crate) ballast: Vec<Ballast>,
+    pub(crate) ballast_bytes: u64,
 }
 
 impl HipPlatform {
@@ -89,6 +93,8 @@ impl HipPlatform {
             name,
             vmm_granularity,
             storage: StoragePreference::Auto,
+            ballast: Vec::new(),
+            ballast_bytes: 0,
         })
     }
 

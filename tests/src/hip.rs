@@ -1,8 +1,8 @@
 //! The suite's instance for real HIP (on NVIDIA through the shim in
 //! `platform-hip/nvidia/`). Without a runtime or device every scenario
-//! reports itself skipped. HIP cannot inject faults or shrink memory, so the
-//! scenarios that need those are skipped (declared in `supports`); hazards
-//! are the mock's job.
+//! reports itself skipped. HIP cannot inject faults, so the scenarios that
+//! need them are skipped (declared in `supports`); a small memory is made
+//! by filling the device with ballast first. Hazards are the mock's job.
 
 use streamcore::device::{Device, DeviceConfig};
 use streamcore::platform::{ErrorKind, PlatformError};
@@ -23,9 +23,8 @@ impl Harness for HipHarness {
 
     fn supports(&self, capability: Capability) -> bool {
         match capability {
-            Capability::FailKernel | Capability::SmallMemory | Capability::CountAllocations => {
-                false
-            }
+            Capability::SmallMemory => true,
+            Capability::FailKernel | Capability::CountAllocations => false,
         }
     }
 
@@ -36,6 +35,13 @@ impl Harness for HipHarness {
                 return Err(Skip(format!("no HIP runtime or device ({e})")));
             }
             Err(e) => panic!("HipPlatform::new failed unexpectedly: {e}"),
+        };
+        let platform = match setup.memory {
+            // Fill the device so only the scenario's memory stays free.
+            Some(bytes) => platform
+                .leave_free(bytes)
+                .unwrap_or_else(|e| panic!("filling the device to leave {bytes} B: {e}")),
+            None => platform,
         };
         Device::new(platform, DeviceConfig::with_streams(setup.streams))
             .map_err(|e| Skip(format!("device: {e}")))
