@@ -344,9 +344,10 @@ impl Storage for HipVmmStorage {
     type Error = HipError;
 
     fn alignment(&self) -> u64 {
-        // Pages start at granule boundaries, which is at least the
-        // alignment every device page honours.
-        self.granularity.max(DEVICE_ALIGNMENT)
+        // Pages start at granule boundaries, which honours the device
+        // alignment. What the pools align their slices to, not the unit the
+        // driver charges (that is the granularity).
+        DEVICE_ALIGNMENT
     }
 
     fn alloc(&mut self, size: u64) -> Result<PageId, HipError> {

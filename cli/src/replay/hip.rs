@@ -134,7 +134,7 @@ fn run_trace(
     let runs = args.runs.max(1);
     let policy = FlushPolicy {
         max_items: args.fence_every,
-        max_bytes: 0,
+        max_bytes: args.fence_bytes,
     };
     // The driver's pool first, then ours: each in its own passes.
     let pool = measure(platform, &trace, runs, || PoolTarget::new(platform, touch))

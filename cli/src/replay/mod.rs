@@ -135,10 +135,14 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub runs: u32,
 
-    /// With `--platform hip --touch`: frees sealed behind one fence (0: a
-    /// fence per free).
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    /// With `--platform hip --touch`: a fence is recorded once this many
+    /// frees are staged (0: after every free) ...
+    #[arg(long, default_value_t = 64, value_name = "N")]
     pub fence_every: usize,
+
+    /// ... or once this many bytes are (0: after every free).
+    #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
+    pub fence_bytes: u64,
 }
 
 /// Why one trace could not be reported.

@@ -78,8 +78,13 @@ fn vmm_pages_are_whole_granules_that_hold_bytes() {
     let a = vmm.alloc(MIB).unwrap();
     let b = vmm.alloc(3 * MIB).unwrap();
     assert_ne!(a, b);
-    assert_eq!(a.0 % vmm.alignment(), 0);
-    assert_eq!(b.0 % vmm.alignment(), 0);
+    assert_eq!(a.0 % g, 0, "pages start on granules");
+    assert_eq!(b.0 % g, 0);
+    assert_eq!(
+        vmm.alignment(),
+        256,
+        "slices align to the device alignment, not the granule"
+    );
     let expect = MIB.div_ceil(g) * g + (3 * MIB).div_ceil(g) * g;
     assert_eq!(vmm.live_bytes(), expect);
     let charged = platform.memory_info().unwrap().used() - before;
