@@ -6,19 +6,19 @@ use streamcore::platform::{DeviceRange, ErrorKind, PageId, Platform, PlatformErr
 use streamcore_hip::{HipDeviceStorage, HipPlatform, HipVmmStorage, StoragePreference};
 
 use crate::common::{drain, host_page, host_range, platform_or_skip, to_words, visible, words};
+use crate::runner::{Outcome, Skip};
 
 const MIB: u64 = 1 << 20;
 
-/// The platform and its virtual-memory storage, or `None` after a visible
-/// `SKIPPED` line (no device, or no virtual-memory support).
-fn vmm_or_skip(test: &str) -> Option<(HipPlatform, HipVmmStorage)> {
-    let platform = platform_or_skip(test)?;
+/// The platform and its virtual-memory storage, or why the test cannot run
+/// (no device, or no virtual-memory support).
+fn vmm_or_skip() -> Result<(HipPlatform, HipVmmStorage), Skip> {
+    let platform = platform_or_skip()?;
     match platform.vmm_storage() {
-        Ok(storage) => Some((platform, storage)),
+        Ok(storage) => Ok((platform, storage)),
         Err(e) => {
             assert_eq!(e.kind(), ErrorKind::NotAvailable, "{e}");
-            visible(&format!("SKIPPED: {test}: no virtual-memory support ({e})"));
-            None
+            Err(Skip(format!("no virtual-memory support ({e})")))
         }
     }
 }
@@ -42,11 +42,8 @@ fn round_trip(platform: &HipPlatform, at: DeviceRange, seed: u32) -> Vec<u32> {
     to_words(&out)
 }
 
-#[test]
-fn the_device_storage_is_chosen_at_run_time() {
-    let Some(platform) = platform_or_skip("the_device_storage_is_chosen_at_run_time") else {
-        return;
-    };
+pub fn the_device_storage_is_chosen_at_run_time() -> Outcome {
+    let platform = platform_or_skip()?;
     let chosen = platform.device_storage().unwrap();
     visible(&format!(
         "virtual-memory granularity {:?}: device storage is {}",
@@ -65,14 +62,11 @@ fn the_device_storage_is_chosen_at_run_time() {
         platform.device_storage().unwrap(),
         HipDeviceStorage::Malloc(_)
     ));
+    Ok(())
 }
 
-#[test]
-fn vmm_pages_are_whole_granules_that_hold_bytes() {
-    let Some((platform, mut vmm)) = vmm_or_skip("vmm_pages_are_whole_granules_that_hold_bytes")
-    else {
-        return;
-    };
+pub fn vmm_pages_are_whole_granules_that_hold_bytes() -> Outcome {
+    let (platform, mut vmm) = vmm_or_skip()?;
     let g = vmm.granularity();
     let before = platform.memory_info().unwrap().used();
     let a = vmm.alloc(MIB).unwrap();
@@ -122,13 +116,11 @@ fn vmm_pages_are_whole_granules_that_hold_bytes() {
         (calls.reserve, calls.map, calls.unmap, calls.address_free),
         (2, 2, 2, 2)
     );
+    Ok(())
 }
 
-#[test]
-fn reservations_commit_and_decommit_in_place() {
-    let Some((platform, mut vmm)) = vmm_or_skip("reservations_commit_and_decommit_in_place") else {
-        return;
-    };
+pub fn reservations_commit_and_decommit_in_place() -> Outcome {
+    let (platform, mut vmm) = vmm_or_skip()?;
     let g = vmm.granularity();
     let page = vmm.reserve_range(16 * g).unwrap();
     assert_eq!(page.0 % g, 0);
@@ -189,15 +181,11 @@ fn reservations_commit_and_decommit_in_place() {
     vmm.dealloc(page);
     vmm.flush().unwrap();
     assert_eq!(platform.memory_info().unwrap().used(), before);
+    Ok(())
 }
 
-#[test]
-fn out_of_memory_on_commit_is_typed_and_changes_nothing() {
-    let Some((platform, mut vmm)) =
-        vmm_or_skip("out_of_memory_on_commit_is_typed_and_changes_nothing")
-    else {
-        return;
-    };
+pub fn out_of_memory_on_commit_is_typed_and_changes_nothing() -> Outcome {
+    let (platform, mut vmm) = vmm_or_skip()?;
     let g = vmm.granularity();
     let total = platform.properties().total_memory;
     let too_much = (2 * total).div_ceil(g) * g;
@@ -215,14 +203,11 @@ fn out_of_memory_on_commit_is_typed_and_changes_nothing() {
     let e = vmm.alloc(too_much).expect_err("a page twice the device");
     assert_eq!(e.kind(), ErrorKind::OutOfMemory, "{e}");
     assert_eq!((vmm.live_bytes(), vmm.pending_pages()), (0, 0));
+    Ok(())
 }
 
-#[test]
-fn nothing_is_mapped_or_unmapped_inside_a_capture() {
-    let Some((platform, mut vmm)) = vmm_or_skip("nothing_is_mapped_or_unmapped_inside_a_capture")
-    else {
-        return;
-    };
+pub fn nothing_is_mapped_or_unmapped_inside_a_capture() -> Outcome {
+    let (platform, mut vmm) = vmm_or_skip()?;
     let g = vmm.granularity();
     let page = vmm.reserve_range(4 * g).unwrap();
     vmm.commit(page, 0, g).unwrap();
@@ -247,4 +232,5 @@ fn nothing_is_mapped_or_unmapped_inside_a_capture() {
     vmm.dealloc(page);
     vmm.flush().unwrap();
     assert_eq!(vmm.mapped_bytes(), 0);
+    Ok(())
 }
