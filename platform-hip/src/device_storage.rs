@@ -2,7 +2,7 @@
 //! memory where the runtime supports it, `hipMalloc` otherwise, chosen at
 //! run time.
 
-use streamcore::platform::{PageId, Storage};
+use streamcore::platform::{PageId, Storage, StorageTerms};
 
 use crate::error::HipError;
 use crate::storage::{DEVICE_ALIGNMENT, HipStorage};
@@ -63,7 +63,7 @@ impl HipDeviceStorage {
     /// counts one).
     pub fn driver_calls(&self) -> u64 {
         match self {
-            Self::Vmm(s) => s.calls().total(),
+            Self::Vmm(s) => s.driver_calls(),
             Self::Malloc(s) => s.driver_calls(),
         }
     }
@@ -97,6 +97,34 @@ impl Storage for HipDeviceStorage {
         match self {
             Self::Vmm(s) => s.flush(),
             Self::Malloc(s) => s.flush(),
+        }
+    }
+
+    fn terms(&self) -> StorageTerms {
+        match self {
+            Self::Vmm(s) => s.terms(),
+            Self::Malloc(s) => s.terms(),
+        }
+    }
+
+    fn reserve(&mut self, size: u64) -> Result<PageId, HipError> {
+        match self {
+            Self::Vmm(s) => Storage::reserve(s, size),
+            Self::Malloc(s) => s.reserve(size),
+        }
+    }
+
+    fn commit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), HipError> {
+        match self {
+            Self::Vmm(s) => Storage::commit(s, page, offset, len),
+            Self::Malloc(s) => s.commit(page, offset, len),
+        }
+    }
+
+    fn decommit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), HipError> {
+        match self {
+            Self::Vmm(s) => Storage::decommit(s, page, offset, len),
+            Self::Malloc(s) => s.decommit(page, offset, len),
         }
     }
 }

@@ -63,9 +63,11 @@ pub use graph::HipGraph;
 pub use host_storage::{HOST_ALIGNMENT, HipHostStorage};
 pub use kernel::{HipKernel, MAX_BINDINGS};
 pub use platform::HipPlatform;
-pub use storage::{DEVICE_ALIGNMENT, HipStorage};
+pub use storage::{
+    DEVICE_ALIGNMENT, HipStorage, MALLOC_COSTS, MALLOC_GRANULARITY, MALLOC_PACK_LIMIT,
+};
 pub use stream::HipStream;
-pub use vmm_storage::{HipVmmStorage, VmmCalls};
+pub use vmm_storage::{HipVmmStorage, VMM_COSTS, VmmCalls};
 
 /// Whether the HIP runtime libraries can be loaded in this process.
 pub fn runtime_available() -> bool {

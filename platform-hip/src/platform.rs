@@ -114,7 +114,11 @@ impl HipPlatform {
     /// [`ErrorKind::NotAvailable`] where the device does not support it.
     pub fn vmm_storage(&self) -> Result<HipVmmStorage, HipError> {
         match self.vmm_granularity {
-            Some(g) => Ok(HipVmmStorage::new(&self.shared, g)),
+            Some(g) => Ok(HipVmmStorage::new(
+                &self.shared,
+                g,
+                self.properties.total_memory,
+            )),
             None => Err(HipError::platform(
                 "hipMemGetAllocationGranularity",
                 ErrorKind::NotAvailable,
@@ -167,9 +171,11 @@ impl Platform for HipPlatform {
     /// [`StoragePreference::Auto`]), else `hipMalloc`.
     fn device_storage(&self) -> Result<HipDeviceStorage, HipError> {
         Ok(match (self.storage, self.vmm_granularity) {
-            (StoragePreference::Auto, Some(g)) => {
-                HipDeviceStorage::Vmm(HipVmmStorage::new(&self.shared, g))
-            }
+            (StoragePreference::Auto, Some(g)) => HipDeviceStorage::Vmm(HipVmmStorage::new(
+                &self.shared,
+                g,
+                self.properties.total_memory,
+            )),
             _ => HipDeviceStorage::Malloc(HipStorage::new(&self.shared)),
         })
     }

@@ -5,18 +5,46 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::vec::Vec;
 
-use streamcore::platform::{ErrorKind, PageId, Storage};
+use cubecl_hip_sys as hip;
+use streamcore::platform::{
+    CallCost, ErrorKind, PageId, ResizableTerms, Storage, StorageCosts, StorageTerms,
+};
 
-use crate::error::HipError;
+use crate::error::{HipError, check};
 use crate::shared::Shared;
-use crate::storage::DEVICE_ALIGNMENT;
+use crate::storage::{DEVICE_ALIGNMENT, HipStorage, MALLOC_PACK_LIMIT};
 use crate::vmm::{self, Chunk};
+
+/// What the calls cost, measured on an NVIDIA H200 through the HIP-on-CUDA
+/// shim (`platform-hip/nvidia/calibrate.c`, medians, see `BENCHMARKS.md`):
+/// reserving an address range costs 1–5 µs whatever its size; creating,
+/// mapping and granting access to one chunk 57 µs (2 MiB) to 153 µs
+/// (64 MiB); unmapping and releasing it 46 µs to 111 µs. Neither waits for
+/// queued work.
+pub const VMM_COSTS: StorageCosts = {
+    let mut c = StorageCosts::UNKNOWN;
+    // Plain pages: `hipMalloc` (packed, up to the pack limit) or one range
+    // with one chunk; both about 60 µs.
+    c.alloc = CallCost::new(62_000, 1_500);
+    c.release = CallCost::new(55_000, 1_000);
+    // A plain page may still be in use by queued work when it is
+    // deallocated: its release waits for the device (`hipFree`, or a device
+    // synchronization before the unmap).
+    c.release_synchronizes = true;
+    c.reserve = CallCost::new(5_000, 0);
+    c.commit = CallCost::new(55_000, 1_500);
+    c.decommit = CallCost::new(44_000, 1_000);
+    c
+};
 
 /// One reserved address range and the chunks mapped into it, by offset.
 #[derive(Debug)]
 struct Range {
     size: u64,
     chunks: BTreeMap<u64, Chunk>,
+    /// A plain page (`alloc`), not a reservation: its release may meet
+    /// queued work.
+    plain: bool,
 }
 
 /// Driver calls a storage made, by kind.
@@ -42,17 +70,20 @@ impl VmmCalls {
 
 /// Device memory over the driver's virtual-memory API.
 ///
-/// - A page from `alloc` is an address range of whole granules with one
-///   chunk mapped over all of it.
-/// - A *reservation* (`reserve_range`) is an address range with nothing
-///   behind it; `commit` maps a chunk of whole granules into it, `decommit`
-///   unmaps and releases one chunk at once. The caller guarantees that no
-///   queued work touches a chunk it decommits (the driver does not wait).
-/// - `dealloc` queues a page or an emptied reservation; `flush` unmaps what
-///   is still mapped in it and frees the address range. Like `decommit`, it
-///   does not synchronize the device: the caller deallocates a page only
-///   once no queued work touches it (the core frees slices through
-///   fence-gated drop queues).
+/// - A *reservation* (`reserve`) is an address range with nothing behind
+///   it; `commit` maps a chunk of whole granules into it, `decommit` unmaps
+///   and releases one chunk at once, without synchronizing the device: the
+///   caller guarantees that no queued work touches a chunk it decommits
+///   (the core frees slices through fence-gated drop queues). `dealloc` of
+///   an emptied reservation frees its addresses at the next `flush`, which
+///   needs no synchronization for it.
+/// - A plain page from `alloc` is `hipMalloc` up to the pack limit (1 MiB:
+///   the driver packs such requests and charges their size), else an
+///   address range of whole granules with one chunk mapped over all of it.
+///   As the storage contract allows for plain pages, work queued before
+///   their `dealloc` may still use them: `flush` waits for the device before
+///   it releases them (`hipFree` does; before an unmap, one device
+///   synchronization).
 /// - Nothing is mapped or unmapped while any stream of the platform is
 ///   capturing: `commit` and `decommit` fail with `CaptureUnsupported`
 ///   (changing nothing) and `flush` keeps its queue for the next flush.
@@ -62,6 +93,9 @@ impl VmmCalls {
 #[derive(Debug)]
 pub struct HipVmmStorage {
     granularity: u64,
+    max_reservation: u64,
+    /// Plain pages up to the pack limit.
+    small: HipStorage,
     ranges: BTreeMap<u64, Range>,
     pending: Vec<(u64, Range)>,
     /// Chunks already unmapped whose release failed.
@@ -73,10 +107,13 @@ pub struct HipVmmStorage {
 
 impl HipVmmStorage {
     /// A storage whose chunks are multiples of `granularity` (a power of
-    /// two, from [`vmm::probe`]).
-    pub(crate) fn new(shared: &Arc<Shared>, granularity: u64) -> Self {
+    /// two, from [`vmm::probe`]); one reservation spans at most
+    /// `max_reservation` bytes.
+    pub(crate) fn new(shared: &Arc<Shared>, granularity: u64, max_reservation: u64) -> Self {
         Self {
             granularity,
+            max_reservation: (max_reservation / granularity * granularity).max(granularity),
+            small: HipStorage::new(shared),
             ranges: BTreeMap::new(),
             pending: Vec::new(),
             orphans: Vec::new(),
@@ -99,21 +136,30 @@ impl HipVmmStorage {
     /// Bytes mapped in live pages and reservations (not counting those
     /// queued for release).
     pub fn live_bytes(&self) -> u64 {
-        self.ranges
+        let mapped: u64 = self
+            .ranges
             .values()
             .flat_map(|r| r.chunks.values())
             .map(Chunk::size)
-            .sum()
+            .sum();
+        mapped + self.small.live_bytes()
     }
 
-    /// Driver calls made so far.
+    /// Virtual-memory calls made so far.
     pub fn calls(&self) -> VmmCalls {
         self.calls
     }
 
+    /// Every driver call that allocates or frees memory, so far: the
+    /// virtual-memory calls one per entry point, plus `hipMalloc` and
+    /// `hipFree` of small plain pages.
+    pub fn driver_calls(&self) -> u64 {
+        self.calls.total() + self.small.driver_calls()
+    }
+
     /// Pages and reservations queued by `dealloc` and not yet released.
     pub fn pending_pages(&self) -> usize {
-        self.pending.len()
+        self.pending.len() + self.small.pending_pages()
     }
 
     fn round_up(&self, call: &'static str, size: u64) -> Result<u64, HipError> {
@@ -131,7 +177,7 @@ impl HipVmmStorage {
             Err(HipError::platform(
                 call,
                 ErrorKind::CaptureUnsupported,
-                Some(cubecl_hip_sys::hipError_t_hipErrorStreamCaptureUnsupported),
+                Some(hip::hipError_t_hipErrorStreamCaptureUnsupported),
                 "hipErrorStreamCaptureUnsupported",
                 "no memory is mapped or unmapped while a stream of the platform is capturing",
             ))
@@ -141,9 +187,20 @@ impl HipVmmStorage {
     }
 
     /// Reserves an address range of `size` bytes (rounded up to the
-    /// granularity) with nothing mapped; its id is its start address.
+    /// granularity, at most the largest reservation) with nothing mapped;
+    /// its id is its start address.
     pub fn reserve_range(&mut self, size: u64) -> Result<PageId, HipError> {
+        self.reserve_at_most(size, u64::MAX)
+    }
+
+    fn reserve_at_most(&mut self, size: u64, max: u64) -> Result<PageId, HipError> {
         let size = self.round_up("hipMemAddressReserve", size)?;
+        if size > max {
+            return Err(HipError::invalid(
+                "hipMemAddressReserve",
+                "larger than the largest reservation the storage declares",
+            ));
+        }
         self.shared.make_current()?;
         let address = vmm::reserve(size, self.granularity)?;
         self.calls.reserve += 1;
@@ -152,6 +209,7 @@ impl HipVmmStorage {
             Range {
                 size,
                 chunks: BTreeMap::new(),
+                plain: false,
             },
         );
         Ok(PageId(address))
@@ -243,11 +301,18 @@ impl HipVmmStorage {
         Ok(())
     }
 
-    /// Allocates one page of `size` bytes (rounded up to the granularity):
-    /// a range with one chunk mapped over all of it.
+    /// Allocates one plain page of `size` bytes: `hipMalloc` up to the pack
+    /// limit, else a range with one chunk mapped over all of it (rounded up
+    /// to the granularity).
     pub(crate) fn alloc_page(&mut self, size: u64) -> Result<PageId, HipError> {
+        if size <= MALLOC_PACK_LIMIT {
+            return self.small.alloc(size);
+        }
         let rounded = self.round_up("hipMemCreate", size)?;
         let page = self.reserve_range(rounded)?;
+        if let Some(range) = self.ranges.get_mut(&page.0) {
+            range.plain = true;
+        }
         if let Err(e) = self.commit(page, 0, rounded) {
             if let Some(range) = self.ranges.remove(&page.0) {
                 // SAFETY: the range was reserved just above and has nothing
@@ -263,18 +328,31 @@ impl HipVmmStorage {
 
     /// Queues a page or reservation for release at the next flush.
     pub(crate) fn dealloc_page(&mut self, page: PageId) {
-        if let Some(range) = self.ranges.remove(&page.0) {
-            self.pending.push((page.0, range));
+        match self.ranges.remove(&page.0) {
+            Some(range) => self.pending.push((page.0, range)),
+            None => self.small.dealloc(page),
         }
     }
 
-    /// Unmaps, releases and frees everything queued, unless a capture is
-    /// open (then the queue waits for the next flush).
+    /// Releases everything queued, unless a capture is open (then the queue
+    /// waits for the next flush). Mapped plain pages wait for the device
+    /// first; emptied reservations need no wait.
     pub(crate) fn flush_pending(&mut self) -> Result<(), HipError> {
-        if (self.pending.is_empty() && self.orphans.is_empty()) || self.shared.capturing() {
+        if self.shared.capturing() {
+            return Ok(());
+        }
+        self.small.flush()?;
+        if self.pending.is_empty() && self.orphans.is_empty() {
             return Ok(());
         }
         self.shared.make_current()?;
+        if self.pending.iter().any(|(_, r)| !r.chunks.is_empty()) {
+            // SAFETY: no arguments; the runtime is loaded (a platform made
+            // this storage).
+            check("hipDeviceSynchronize", unsafe {
+                hip::hipDeviceSynchronize()
+            })?;
+        }
         self.release_pending()
     }
 
@@ -333,7 +411,7 @@ impl Drop for HipVmmStorage {
         // Queued work may still use live pages: wait for it once.
         // SAFETY: no arguments; the runtime is loaded (a platform made this
         // storage).
-        let _ = unsafe { cubecl_hip_sys::hipDeviceSynchronize() };
+        let _ = unsafe { hip::hipDeviceSynchronize() };
         // A failure cannot be reported from `drop`; the rest are leaked.
         let _ = self.shared.make_current();
         let _ = self.release_pending();
@@ -360,5 +438,85 @@ impl Storage for HipVmmStorage {
 
     fn flush(&mut self) -> Result<(), HipError> {
         self.flush_pending()
+    }
+
+    fn terms(&self) -> StorageTerms {
+        let mut terms = StorageTerms::plain(DEVICE_ALIGNMENT);
+        terms.granularity = self.granularity;
+        terms.pack_limit = MALLOC_PACK_LIMIT;
+        terms.costs = VMM_COSTS;
+        terms.resizable = Some(ResizableTerms::new(self.granularity, self.max_reservation));
+        terms
+    }
+
+    fn reserve(&mut self, size: u64) -> Result<PageId, HipError> {
+        let max = self.max_reservation;
+        self.reserve_at_most(size, max)
+    }
+
+    fn commit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), HipError> {
+        HipVmmStorage::commit(self, page, offset, len)
+    }
+
+    fn decommit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), HipError> {
+        HipVmmStorage::decommit(self, page, offset, len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn storage() -> HipVmmStorage {
+        // No HIP call is made until a page is asked for.
+        HipVmmStorage::new(&Arc::new(Shared::new(0)), 2 * MIB, 141_000_000_000)
+    }
+
+    #[test]
+    fn terms_state_the_granules_the_pack_limit_and_the_measured_costs() {
+        let s = storage();
+        let t = s.terms();
+        assert_eq!(t.granularity, 2 * MIB);
+        assert_eq!(t.pack_limit, MIB);
+        let r = t.resizable.expect("a virtual-memory storage resizes pages");
+        assert_eq!(r.granularity, 2 * MIB);
+        assert_eq!(r.max_reservation % (2 * MIB), 0);
+        assert!(r.max_reservation <= 141_000_000_000);
+        // What the driver charges: packed up to 1 MiB, whole granules above.
+        assert_eq!(t.charge(768 << 10), 768 << 10);
+        assert_eq!(t.charge(MIB + 256), 2 * MIB);
+        assert_eq!(t.charge(5 * MIB), 6 * MIB);
+        // The calibration's figures, within 10%: grow 57.7 us at 2 MiB and
+        // 153.1 us at 64 MiB; shrink 45.8 us and 110.6 us.
+        let near = |ns: u64, us: f64| ((ns as f64 / 1e3) - us).abs() <= us * 0.1;
+        assert!(near(t.costs.commit.of(2 * MIB), 57.7));
+        assert!(near(t.costs.commit.of(64 * MIB), 153.1));
+        assert!(near(t.costs.decommit.of(2 * MIB), 45.8));
+        assert!(near(t.costs.decommit.of(64 * MIB), 110.6));
+        assert!(t.costs.reserve.of(1 << 40) <= 6_000);
+        assert_eq!(s.alignment(), DEVICE_ALIGNMENT);
+    }
+
+    #[test]
+    fn unknown_pages_are_ignored_and_an_empty_flush_calls_nothing() {
+        let mut s = storage();
+        s.dealloc(PageId(0x1234_0000));
+        assert_eq!(s.pending_pages(), 0);
+        s.flush().unwrap();
+        assert_eq!(s.driver_calls(), 0);
+        let e = Storage::commit(&mut s, PageId(0x2000_0000), 0, 2 * MIB)
+            .expect_err("not a reservation");
+        assert_eq!(
+            streamcore::platform::PlatformError::kind(&e),
+            ErrorKind::InvalidValue
+        );
+        let e = Storage::decommit(&mut s, PageId(0x2000_0000), 0, 2 * MIB)
+            .expect_err("not a reservation");
+        assert_eq!(
+            streamcore::platform::PlatformError::kind(&e),
+            ErrorKind::InvalidValue
+        );
     }
 }
