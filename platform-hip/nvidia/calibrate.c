@@ -381,7 +381,8 @@ int main(int argc, char **argv) {
 
     /* ---- F ---------------------------------------------------------------- */
     {
-        static const size_t chunks[] = {2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB};
+        static const size_t chunks[] = {2 * MiB,   4 * MiB,   8 * MiB,   16 * MiB,  32 * MiB,
+                                        64 * MiB,  128 * MiB, 256 * MiB, 512 * MiB, 1 * GiB};
         struct hoc_hipMemAllocationProp prop = device_prop(device);
         struct hoc_hipMemAccessDesc rw = device_rw(device);
         double c_res[MAXREP], c_cre[MAXREP], c_map[MAXREP], c_acc[MAXREP], c_unm[MAXREP], c_rel[MAXREP],
@@ -392,7 +393,8 @@ int main(int argc, char **argv) {
         for (size_t k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++) {
             size_t sz = chunks[k];
             size_t charged = 0;
-            for (int i = 0; i < reps; i++) {
+            int reps_k = sz >= 256 * MiB ? (reps + 3) / 4 : reps;
+            for (int i = 0; i < reps_k; i++) {
                 void *va = NULL;
                 hoc_hipMemGenericAllocationHandle_t h = NULL;
                 size_t before = i == 0 ? used_bytes() : 0;
@@ -427,9 +429,9 @@ int main(int argc, char **argv) {
                 t[i] = (c - b) + (d - c) + (e - d);
                 t2[i] = (g - f) + (hh - g);
             }
-            double r = median(c_res, reps), cr = median(c_cre, reps), m = median(c_map, reps),
-                   ac = median(c_acc, reps), u = median(c_unm, reps), rl = median(c_rel, reps),
-                   fr = median(c_fre, reps), gr = median(t, reps), sh = median(t2, reps);
+            double r = median(c_res, reps_k), cr = median(c_cre, reps_k), m = median(c_map, reps_k),
+                   ac = median(c_acc, reps_k), u = median(c_unm, reps_k), rl = median(c_rel, reps_k),
+                   fr = median(c_fre, reps_k), gr = median(t, reps_k), sh = median(t2, reps_k);
             printf("  %-8s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %10.1f %10.1f %10s\n", human(sz, buf, 64), r, cr,
                    m, ac, u, rl, fr, gr, sh, human(charged, buf2, 64));
             printf("cal vmm %zu %.2f %.2f %.2f %.2f %.2f %.2f %.2f %zu\n", sz, r, cr, m, ac, u, rl, fr, charged);
