@@ -10,8 +10,8 @@ use std::ptr;
 use cubecl_hip_sys as hip;
 use streamcore::platform::DeviceRange;
 
-use crate::copy::address;
 use crate::error::{HipError, check};
+use crate::pages::PageUse;
 use crate::platform::HipPlatform;
 use crate::stream::HipStream;
 
@@ -95,14 +95,18 @@ impl HipPlatform {
         memset(stream, block.address, len, byte)
     }
 
-    /// Queues `hipMemsetAsync` of `range` to `byte` on `stream`.
+    /// Queues `hipMemsetAsync` of `range` to `byte` on `stream`; refused
+    /// unless the range lies inside a live device page of this platform.
     pub fn fill(
         &self,
         stream: &mut HipStream,
         range: DeviceRange,
         byte: u8,
     ) -> Result<(), HipError> {
-        let start = address("hipMemsetAsync", range.page, range.offset)?;
+        // Held until the call has queued the work (see `pages`).
+        let pages = self.shared.pages.device();
+        let start = pages.address("hipMemsetAsync", range.page, range.offset, range.len)?;
+        stream.note(PageUse::device(range));
         memset(stream, start, range.len, byte)
     }
 

@@ -1,8 +1,11 @@
 //! The suite's instance for real HIP (on NVIDIA through the shim in
 //! `platform-hip/nvidia/`). Without a runtime or device every scenario
-//! reports itself skipped. HIP cannot inject faults, so the scenarios that
-//! need them are skipped (declared in `supports`); a small memory is made
-//! by filling the device with ballast first. Hazards are the mock's job.
+//! reports itself skipped; the two-device scenario is skipped with fewer
+//! than two devices. Kernel failures are real: the failing kernel is
+//! launched with more threads per block than any device allows, which the
+//! driver refuses without harming the context. A small memory is made by
+//! filling the device with ballast first. HIP cannot count storage
+//! allocations; hazards are the mock's job.
 
 use streamcore::device::{Device, DeviceConfig};
 use streamcore::platform::{ErrorKind, PlatformError};
@@ -10,7 +13,7 @@ use streamcore_hip::HipPlatform;
 
 use crate::harness::{Capability, Harness, Setup, Skip};
 
-/// Runs the suite on HIP device 0.
+/// Runs the suite on HIP device 0 (and device 1 where a scenario needs two).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HipHarness;
 
@@ -23,18 +26,27 @@ impl Harness for HipHarness {
 
     fn supports(&self, capability: Capability) -> bool {
         match capability {
-            Capability::SmallMemory => true,
-            Capability::FailKernel | Capability::CountAllocations => false,
+            Capability::FailKernel | Capability::TwoDevices | Capability::SmallMemory => true,
+            Capability::CountAllocations => false,
         }
     }
 
     fn device(&self, setup: &Setup) -> Result<Device<HipPlatform>, Skip> {
-        let platform = match HipPlatform::new() {
+        self.device_on(0, setup)
+    }
+
+    fn device_on(&self, ordinal: u32, setup: &Setup) -> Result<Device<HipPlatform>, Skip> {
+        let ordinal = i32::try_from(ordinal).map_err(|_| Skip(format!("no device {ordinal}")))?;
+        let platform = match HipPlatform::with_device(ordinal) {
             Ok(p) => p,
             Err(e) if e.kind() == ErrorKind::NotAvailable => {
-                return Err(Skip(format!("no HIP runtime or device ({e})")));
+                return Err(Skip(format!(
+                    "no HIP runtime or no device {ordinal} ({}: {})",
+                    e.call(),
+                    e.name()
+                )));
             }
-            Err(e) => panic!("HipPlatform::new failed unexpectedly: {e}"),
+            Err(e) => panic!("HipPlatform::with_device({ordinal}) failed unexpectedly: {e}"),
         };
         let platform = match setup.memory {
             // Fill the device so only the scenario's memory stays free.

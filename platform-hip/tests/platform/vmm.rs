@@ -2,7 +2,9 @@
 //! reservations committed and decommitted in place, typed errors, nothing
 //! mapped inside a capture.
 
-use streamcore::platform::{DeviceRange, ErrorKind, PageId, Platform, PlatformError, Storage};
+use streamcore::platform::{
+    DeviceRange, ErrorKind, GraphCapture, PageId, Platform, PlatformError, Storage,
+};
 use streamcore_hip::{HipDeviceStorage, HipPlatform, HipVmmStorage, StoragePreference};
 
 use crate::common::{drain, host_page, host_range, platform_or_skip, to_words, visible, words};
