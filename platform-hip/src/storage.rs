@@ -145,6 +145,10 @@ impl Drop for HipStorage {
         }
         self.pending.extend(self.live.keys().copied());
         self.live.clear();
+        if self.pending.is_empty() {
+            // Nothing to free: no driver call (none may be loadable).
+            return;
+        }
         self.shared.device_pages_released(&self.pending);
         // A failure shows in `hipFree`'s status.
         let _ = self.shared.make_current();
