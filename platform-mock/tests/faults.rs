@@ -3,7 +3,9 @@
 mod common;
 
 use common::*;
-use streamcore::platform::{ErrorKind, HostStorage, LaunchDims, Platform, PlatformError, Storage};
+use streamcore::platform::{
+    ErrorKind, GraphCapture, HostStorage, LaunchDims, Platform, PlatformError, Storage,
+};
 use streamcore_mock::fault::{Effect, FaultError, FaultInjector, FaultPlan, Site, Trigger};
 use streamcore_mock::{MockConfig, MockPlatform};
 
@@ -125,6 +127,7 @@ fn a_lost_device_fails_every_later_call() {
     let fill = f.inner().load_kernel(&streamcore::platform::KernelSource {
         name: "fill",
         source: "",
+        bindings: 1,
     });
     assert!(fill.is_ok(), "the inner platform is untouched");
     let results = [
@@ -140,6 +143,7 @@ fn a_lost_device_fails_every_later_call() {
         f.load_kernel(&streamcore::platform::KernelSource {
             name: "fill",
             source: "",
+            bindings: 1,
         })
         .map(|_| ())
         .unwrap_err()

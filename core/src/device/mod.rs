@@ -17,112 +17,49 @@
 //!   [`Graph`]; a failure inside the window dooms it.
 
 mod buffer;
+mod config;
+mod doom;
+mod fences;
+mod frees;
 mod graph;
 mod handle;
 mod launch;
+mod order;
 mod state;
+mod stats;
 mod transfer;
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 pub use buffer::{BufferId, StaleBuffer};
+pub use config::DeviceConfig;
 pub use handle::{Arg, Buffer, Graph, GraphId, KernelId};
 pub use launch::Launched;
+pub use stats::{Census, DeviceStats, InfoCensus};
 
 use crate::drop_queue::FlushPolicy;
 use crate::error::Error;
 use crate::failure::{ErrorGraph, FailureId};
-use crate::info_cache::CachePolicy;
 use crate::memory::{MemoryLayout, MemoryManager, MemoryReport};
-use crate::platform::{DeviceProperties, KernelSource, LaunchDims, Platform};
+use crate::platform::{Capabilities, DeviceProperties, KernelSource, LaunchDims, Platform};
 use crate::stream::{CrossPins, Phase, StreamId, StreamPool, SyncTable, WaitPlan};
 use state::Inner;
 
-/// How a device is set up.
-#[derive(Clone, Debug)]
-pub struct DeviceConfig {
-    /// Number of streams (ids `0..streams`), created lazily.
-    pub streams: u16,
-    /// Pool layout of every stream; `None`: chosen from the device's properties.
-    pub layout: Option<MemoryLayout>,
-    /// Drop-queue flush thresholds; `None`: the preset for the device kind
-    /// (discrete or integrated).
-    pub flush: Option<FlushPolicy>,
-    /// Info-cache bounds, per stream.
-    pub info_cache: CachePolicy,
+/// The next device id. Pointer-sized, not `u64`: 32-bit firmware targets
+/// (`thumbv7em`, `riscv32imac`) have no 64-bit atomics. The increment is
+/// checked, so ids never repeat; on a 32-bit target the 2^32-th device is
+/// refused with a typed error instead of reusing an id.
+static NEXT_DEVICE: AtomicUsize = AtomicUsize::new(1);
+
+/// A fresh device id, or `None` once every id was handed out.
+fn next_device_id() -> Option<u64> {
+    NEXT_DEVICE
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1))
+        .ok()
+        .map(|n| n as u64)
 }
-
-impl Default for DeviceConfig {
-    fn default() -> Self {
-        Self {
-            streams: 4,
-            layout: None,
-            flush: None,
-            info_cache: CachePolicy::default(),
-        }
-    }
-}
-
-impl DeviceConfig {
-    /// A config of `streams` streams, the rest default.
-    pub fn with_streams(streams: u16) -> Self {
-        Self {
-            streams,
-            ..Self::default()
-        }
-    }
-
-    /// Sets explicit drop-queue thresholds.
-    pub fn flush_policy(mut self, flush: FlushPolicy) -> Self {
-        self.flush = Some(flush);
-        self
-    }
-
-    /// Sets the pool layout of every stream.
-    pub fn layout(mut self, layout: MemoryLayout) -> Self {
-        self.layout = Some(layout);
-        self
-    }
-}
-
-/// Counts of what the device did: for tests, reports and benches.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct DeviceStats {
-    /// Kernels queued or recorded.
-    pub launches: u64,
-    /// Launches and replays skipped over claimed inputs.
-    pub skipped: u64,
-    /// Failures recorded (failed launches, copies, reservations).
-    pub failures: u64,
-    /// Cross-stream event waits inserted.
-    pub waits: u64,
-    /// Events recorded (fences, waits, syncs).
-    pub events_recorded: u64,
-    /// Host synchronizations.
-    pub host_syncs: u64,
-    /// Uploads queued.
-    pub uploads: u64,
-    /// Downloads done.
-    pub downloads: u64,
-    /// Info-cache hits.
-    pub info_hits: u64,
-    /// Info-cache misses (uploads of info words).
-    pub info_misses: u64,
-    /// Graphs sealed.
-    pub graphs_sealed: u64,
-    /// Graph replays queued.
-    pub graph_replays: u64,
-    /// Graphs released.
-    pub graphs_released: u64,
-    /// Frees that waited for another stream's use (cross-stream pins).
-    pub cross_stream_pins: u64,
-    /// Reservations retried after reclaiming deferred frees.
-    pub oom_retries: u64,
-}
-
-static NEXT_DEVICE: AtomicU64 = AtomicU64::new(1);
 
 /// A GPU seen through the core. Clone it to share it (between threads when
 /// the platform's types are `Send`).
@@ -155,9 +92,12 @@ impl<P: Platform> Device<P> {
             .map_err(|e| Error::platform("host_storage", e))?;
         let host = MemoryManager::new(host_storage, MemoryLayout::for_device(&props));
         let n = config.streams as usize;
+        let id = next_device_id().ok_or(Error::InvalidArgument(
+            "device ids exhausted: this 32-bit target created 2^32 devices",
+        ))?;
         let inner = Inner {
             platform,
-            id: NEXT_DEVICE.fetch_add(1, Ordering::Relaxed),
+            id,
             layout,
             flush,
             streams: StreamPool::new(config.streams, 0),
@@ -192,6 +132,19 @@ impl<P: Platform> Device<P> {
     /// The device's properties.
     pub fn properties(&self) -> DeviceProperties {
         self.inner.lock().platform.properties()
+    }
+
+    /// What the platform offers beyond the required methods: its declared
+    /// [`Capabilities`], less [`Capabilities::GRAPH_CAPTURE`] when it
+    /// provides no [`GraphCapture`](crate::platform::GraphCapture) (the
+    /// capture calls then fail with [`Error::NotSupported`]).
+    pub fn capabilities(&self) -> Capabilities {
+        let inner = self.inner.lock();
+        let mut caps = inner.platform.capabilities();
+        if inner.platform.capture().is_none() {
+            caps.remove(Capabilities::GRAPH_CAPTURE);
+        }
+        caps
     }
 
     /// Runs `f` with the platform (e.g. the mock's checker) under the lock.
@@ -480,32 +433,4 @@ impl<P: Platform> Device<P> {
                 .sum(),
         }
     }
-}
-
-/// What a device holds, for leak and invariant checks.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct Census {
-    /// Live buffers.
-    pub buffers: usize,
-    /// Live failures in the taint graph.
-    pub failures: usize,
-    /// Live graphs.
-    pub graphs: usize,
-    /// Items in drop queues (staged or pending).
-    pub deferred: usize,
-    /// Cross-stream pins.
-    pub cross_pins: usize,
-    /// Bytes in use in every stream's pools (info buffers included).
-    pub live_bytes: u64,
-}
-
-/// The info cache of one stream, for invariant checks.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct InfoCensus {
-    /// Entries cached (pinned, in the open window, or in the LRU list).
-    pub entries: usize,
-    /// Entries the open capture window recorded.
-    pub window: usize,
-    /// Live graphs holding pins in this cache.
-    pub graphs: usize,
 }

@@ -4,12 +4,10 @@ use streamcore::platform::HostStorage;
 use streamcore::platform::{DeviceRange, Platform, Storage};
 
 use crate::common::{drain, host_page, host_range, platform_or_skip, visible, words};
+use crate::runner::Outcome;
 
-#[test]
-fn properties_come_from_the_driver() {
-    let Some(platform) = platform_or_skip("properties_come_from_the_driver") else {
-        return;
-    };
+pub fn properties_come_from_the_driver() -> Outcome {
+    let platform = platform_or_skip()?;
     let p = platform.properties();
     visible(&format!(
         "device {}: {} bytes, max page {}, alignment {}, integrated {}",
@@ -32,13 +30,11 @@ fn properties_come_from_the_driver() {
     {
         assert!(!p.integrated, "{name} is a discrete GPU");
     }
+    Ok(())
 }
 
-#[test]
-fn events_pass_and_stay_passed() {
-    let Some(platform) = platform_or_skip("events_pass_and_stay_passed") else {
-        return;
-    };
+pub fn events_pass_and_stay_passed() -> Outcome {
+    let platform = platform_or_skip()?;
     let mut stream = platform.create_stream().unwrap();
     let event = platform.record(&mut stream).unwrap();
     platform.synchronize(&event).unwrap();
@@ -56,13 +52,11 @@ fn events_pass_and_stay_passed() {
     }
     drop(event);
     drop(second);
+    Ok(())
 }
 
-#[test]
-fn round_trip_through_device_with_offsets() {
-    let Some(platform) = platform_or_skip("round_trip_through_device_with_offsets") else {
-        return;
-    };
+pub fn round_trip_through_device_with_offsets() -> Outcome {
+    let platform = platform_or_skip()?;
     let len = 1 << 20;
     let mut host = platform.host_storage().unwrap();
     let mut device = platform.device_storage().unwrap();
@@ -97,13 +91,11 @@ fn round_trip_through_device_with_offsets() {
     let mut back = vec![0u8; len];
     host.read(out, 0, &mut back).unwrap();
     assert!(back == input[100..], "bytes changed on the round trip");
+    Ok(())
 }
 
-#[test]
-fn wait_orders_work_across_streams() {
-    let Some(platform) = platform_or_skip("wait_orders_work_across_streams") else {
-        return;
-    };
+pub fn wait_orders_work_across_streams() -> Outcome {
+    let platform = platform_or_skip()?;
     let len: usize = 64 << 20;
     let mut host = platform.host_storage().unwrap();
     let mut device = platform.device_storage().unwrap();
@@ -141,4 +133,51 @@ fn wait_orders_work_across_streams() {
         back == input,
         "the consumer read before the producer's copy landed"
     );
+    Ok(())
+}
+
+pub fn a_wait_keeps_its_record_when_the_event_is_reused() -> Outcome {
+    // Dropped events go back to the platform's pool and the next record
+    // re-records one: a wait queued before must still wait for the record
+    // it saw, not the new one.
+    let platform = platform_or_skip()?;
+    let len: usize = 64 << 20;
+    let mut host = platform.host_storage().unwrap();
+    let mut device = platform.device_storage().unwrap();
+    let mut producer = platform.create_stream().unwrap();
+    let mut consumer = platform.create_stream().unwrap();
+    let mut idle = platform.create_stream().unwrap();
+    let src = host_page(&mut host, &vec![0u8; len]);
+    let out = host_page(&mut host, &vec![0u8; len]);
+    let page = device.alloc(len as u64).unwrap();
+    let whole = DeviceRange {
+        page,
+        offset: 0,
+        len: len as u64,
+    };
+    for round in 1..=3u32 {
+        // Different bytes each round, so a stale read shows.
+        let input = words(len / 4, |i| i.wrapping_mul(0x9e37_79b9) ^ round);
+        host.write(src, 0, &input).unwrap();
+        platform
+            .copy_to_device(&mut producer, host_range(src, 0, len as u64), whole)
+            .unwrap();
+        let written = platform.record(&mut producer).unwrap();
+        platform.wait(&mut consumer, &written).unwrap();
+        drop(written);
+        // Very likely the same driver event, re-recorded on an idle stream
+        // where it passes at once.
+        let reused = platform.record(&mut idle).unwrap();
+        platform.synchronize(&reused).unwrap();
+        platform
+            .copy_to_host(&mut consumer, whole, host_range(out, 0, len as u64))
+            .unwrap();
+        drain(&platform, &mut consumer);
+        let mut back = vec![0u8; len];
+        host.read(out, 0, &mut back).unwrap();
+        assert!(back == input, "the consumer did not wait for the producer");
+        host.write(out, 0, &vec![0u8; len]).unwrap();
+        drain(&platform, &mut producer);
+    }
+    Ok(())
 }
