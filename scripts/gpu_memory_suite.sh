@@ -19,7 +19,7 @@
 #       summary, not in the status).
 #
 # Environment (run step): TRACES (default: DIR/tests/traces/*.jsonl.gz),
-# RUNS (timed passes per allocator, default 3), SKIP_TORCH=1,
+# RUNS (timed passes per allocator, default 5), SKIP_TORCH=1,
 # SKIP_CALIBRATE=1, SKIP_TESTS=1.
 set -uo pipefail
 
@@ -60,7 +60,7 @@ logs="$(cd "$logs" && pwd)"
 bin="$root/bin"
 nvidia="$root/platform-hip/nvidia"
 shim="${SHIM_DIR:-/tmp/hip-on-cuda}"
-runs="${RUNS:-3}"
+runs="${RUNS:-5}"
 if [[ -n "${TRACES:-}" ]]; then
     read -r -a traces <<<"$TRACES"
 else
@@ -110,22 +110,28 @@ fi
     cat "$logs"/replay.log "$logs"/replay_touch.log "$logs"/torch.log "$logs"/torch_touch.log 2>/dev/null |
         awk 'NF >= 8 && $4 ~ /^[0-9.]+$/' | sort -k1,1 -k3,3 -k2,2
     echo
-    echo "verdict (target: streamcore ratio <= best peer; streamcore wall <= hipMallocAsync wall)"
-    cat "$logs"/replay.log "$logs"/replay_touch.log 2>/dev/null | awk '
+    echo "verdict: streamcore's peak used / peak live at or below the best peer measured in"
+    echo "this run (hipMallocAsync, PyTorch's three allocators; issue 11's figure when PyTorch"
+    echo "did not run), and its wall time at or below hipMallocAsync's"
+    cat "$logs"/replay.log "$logs"/replay_touch.log "$logs"/torch.log "$logs"/torch_touch.log 2>/dev/null | awk '
         BEGIN { t["gpt2_train"] = 1.049; t["resnet50_train"] = 1.012
                 t["llama_decode"] = 1.032; t["two_stream_pipeline"] = 1.006 }
         NF >= 8 && $4 ~ /^[0-9.]+$/ {
             k = $1 " " $3
-            if ($2 == "hipMallocAsync") { pw[k] = $4 } else { sw[k] = $4; sr[k] = $8; seen[k] = 1 }
+            if ($2 ~ /^streamcore/) { sw[k] = $4; sr[k] = $8; seen[k] = 1; next }
+            if ($2 == "hipMallocAsync") { pw[k] = $4 }
+            if ($2 ~ /^torch/) { torch[k] = 1 }
+            if (!(k in best) || $8 + 0 < best[k] + 0) { best[k] = $8; who[k] = $2 }
         }
         END {
             for (k in seen) {
                 split(k, a, " ")
-                target = (a[1] in t) ? t[a[1]] : "-"
-                ok_r = (target == "-") ? "n/a" : ((sr[k] + 0 <= target + 0) ? "met" : "MISSED")
+                target = best[k]; by = who[k]
+                if (!(k in torch) && (a[1] in t) && t[a[1]] + 0 < target + 0) { target = t[a[1]]; by = "issue 11" }
+                ok_r = (sr[k] + 0 <= target + 0) ? "met" : "MISSED"
                 ok_w = (k in pw) ? ((sw[k] + 0 <= pw[k] + 0) ? "met" : "MISSED") : "n/a"
-                printf "%-20s touch=%-3s ratio %s (target %s) %s; wall %s ms vs hipMallocAsync %s ms %s\n",
-                    a[1], a[2], sr[k], target, ok_r, sw[k], pw[k], ok_w
+                printf "%-20s touch=%-3s ratio %s vs best peer %s (%s) %s; wall %s ms vs hipMallocAsync %s ms %s\n",
+                    a[1], a[2], sr[k], target, by, ok_r, sw[k], pw[k], ok_w
             }
         }' | sort
 } >"$logs/summary.txt"

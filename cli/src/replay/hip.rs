@@ -2,8 +2,9 @@
 //! device, through streamcore's storages and through the driver's own pool
 //! (`hipMallocAsync`) in the same process.
 //!
-//! Each allocator gets a timed pass (nothing else in the loop; the fastest
-//! of `--runs`) and a memory pass (`hipMemGetInfo` after every event; peak
+//! Each allocator gets timed passes (nothing else in the loop; the two
+//! allocators alternate round by round, the fastest of `--runs` counts) and
+//! a memory pass (`hipMemGetInfo` after every event; peak
 //! used = the most device memory in use as the driver reports it, above
 //! what was in use before the pass, over the trace's own peak live bytes).
 
@@ -136,13 +137,33 @@ fn run_trace(
         max_items: args.fence_every,
         max_bytes: args.fence_bytes,
     };
-    // The driver's pool first, then ours: each in its own passes.
-    let pool = measure(platform, &trace, runs, || PoolTarget::new(platform, touch))
+    let make_pool = || PoolTarget::new(platform, touch);
+    let make_ours = || {
+        StreamcoreTarget::new(
+            platform,
+            chosen.layout.clone(),
+            touch,
+            policy,
+            !args.fence_poll_only,
+        )
+    };
+    // Timed passes side by side: the two allocators alternate, round by
+    // round (the order flips each round), so drift hits both alike.
+    let (mut pool_best, mut ours_best) = (Timed::default(), Timed::default());
+    for round in 0..runs {
+        for who in [round % 2, 1 - round % 2] {
+            if who == 0 {
+                pool_best
+                    .keep(timed(&trace, make_pool()).map_err(|e| format!("hipMallocAsync: {e}"))?);
+            } else {
+                ours_best.keep(timed(&trace, make_ours()).map_err(|e| format!("streamcore: {e}"))?);
+            }
+        }
+    }
+    let pool = memory(platform, &trace, pool_best, make_pool())
         .map_err(|e| format!("hipMallocAsync: {e}"))?;
-    let ours = measure(platform, &trace, runs, || {
-        StreamcoreTarget::new(platform, chosen.layout.clone(), touch, policy)
-    })
-    .map_err(|e| format!("streamcore: {e}"))?;
+    let ours =
+        memory(platform, &trace, ours_best, make_ours()).map_err(|e| format!("streamcore: {e}"))?;
     let storage = platform.device_storage().map_or("?", |s| s.name());
     let live = peak_live(&trace);
     let touch_s = if touch { "yes" } else { "no" };
@@ -203,30 +224,37 @@ fn peak_live(trace: &Trace) -> u64 {
     peak
 }
 
-/// `runs` timed passes (the fastest counts) and one memory pass, each
-/// through a fresh target.
-fn measure<T: DeviceTarget>(
-    platform: &HipPlatform,
-    trace: &Trace,
-    runs: u32,
-    mut make: impl FnMut() -> T,
-) -> Result<Measured, String> {
-    let mut best: Option<(f64, u64, u64)> = None;
-    for _ in 0..runs {
-        let mut target = make();
-        let start = Instant::now();
-        pass(trace, &mut target, None).map_err(|(i, e)| format!("event {}: {e}", i + 1))?;
-        target.finish().map_err(|e| e.to_string())?;
-        let ms = start.elapsed().as_secs_f64() * 1e3;
-        let calls = target.driver_calls();
-        let fences = target.fences();
-        drop(target);
-        if best.is_none_or(|(b, _, _)| ms < b) {
-            best = Some((ms, calls, fences));
+/// The fastest timed pass so far: wall ms, driver calls, fences.
+#[derive(Clone, Copy, Debug, Default)]
+struct Timed(Option<(f64, u64, u64)>);
+
+impl Timed {
+    fn keep(&mut self, t: (f64, u64, u64)) {
+        if self.0.is_none_or(|(b, _, _)| t.0 < b) {
+            self.0 = Some(t);
         }
     }
-    let (wall_ms, driver_calls, fences) = best.unwrap_or_default();
-    let mut target = make();
+}
+
+/// One timed pass through a fresh target: (wall ms, driver calls, fences).
+/// The wall time covers the events and waiting for the streams; tearing the
+/// target down is outside it.
+fn timed<T: DeviceTarget>(trace: &Trace, mut target: T) -> Result<(f64, u64, u64), String> {
+    let start = Instant::now();
+    pass(trace, &mut target, None).map_err(|(i, e)| format!("event {}: {e}", i + 1))?;
+    target.finish().map_err(|e| e.to_string())?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    Ok((ms, target.driver_calls(), target.fences()))
+}
+
+/// The memory pass through a fresh target, completing `best`.
+fn memory<T: DeviceTarget>(
+    platform: &HipPlatform,
+    trace: &Trace,
+    best: Timed,
+    mut target: T,
+) -> Result<Measured, String> {
+    let (wall_ms, driver_calls, fences) = best.0.unwrap_or_default();
     let base = platform.memory_info().map_err(|e| e.to_string())?.used();
     let mut peak = 0u64;
     let mut sample = |_: usize| -> Result<(), TargetError> {

@@ -93,6 +93,7 @@ pub struct StreamcoreTarget<'p> {
     layout: MemoryLayout,
     touch: bool,
     policy: FlushPolicy,
+    wait: bool,
     lanes: Vec<Lane>,
     held: u64,
     held_peak: u64,
@@ -100,18 +101,22 @@ pub struct StreamcoreTarget<'p> {
 
 impl<'p> StreamcoreTarget<'p> {
     /// Managers with `layout`; with `touch`, frees go through a drop queue
-    /// per stream flushed by `policy`.
+    /// per stream flushed by `policy`. With `wait`, an allocation that the
+    /// queue's sealed frees could serve waits for the oldest of them rather
+    /// than let the pool grow (the device is only a few small writes behind).
     pub fn new(
         platform: &'p HipPlatform,
         layout: MemoryLayout,
         touch: bool,
         policy: FlushPolicy,
+        wait: bool,
     ) -> Self {
         Self {
             platform,
             layout,
             touch,
             policy,
+            wait,
             lanes: Vec::new(),
             held: 0,
             held_peak: 0,
@@ -137,6 +142,21 @@ impl<'p> StreamcoreTarget<'p> {
         let mut failed = None;
         lane.queue.reclaim(
             |e| platform.query(e),
+            |h| {
+                if let Err(e) = manager.free(h) {
+                    failed.get_or_insert(e);
+                }
+            },
+        )?;
+        failed.map_or(Ok(()), |e| Err(e.into()))
+    }
+
+    /// Blocks until the oldest sealed batch of frees is reclaimed.
+    fn wait_oldest(platform: &HipPlatform, lane: &mut Lane) -> Result<(), TargetError> {
+        let manager = &mut lane.manager;
+        let mut failed = None;
+        lane.queue.wait_oldest(
+            |e| platform.synchronize(e),
             |h| {
                 if let Err(e) = manager.free(h) {
                     failed.get_or_insert(e);
@@ -179,9 +199,13 @@ impl DeviceTarget for StreamcoreTarget<'_> {
     fn alloc(&mut self, stream: u32, size: u64) -> Result<(SliceHandle, u64), TargetError> {
         let platform = self.platform;
         let touch = self.touch;
+        let wait = self.wait;
         let lane = self.lane(stream)?;
         if touch {
             Self::reclaim(platform, lane)?;
+            if wait && lane.queue.pending_bytes() >= size {
+                Self::wait_oldest(platform, lane)?;
+            }
         }
         let reserved = match lane.manager.reserve(size) {
             Ok(r) => r,

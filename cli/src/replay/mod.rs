@@ -130,9 +130,9 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = hip::StorageArg::Auto)]
     pub storage: hip::StorageArg,
 
-    /// With `--platform hip`: timed passes per allocator (the fastest is
-    /// reported).
-    #[arg(long, default_value_t = 3, value_name = "N")]
+    /// With `--platform hip`: timed passes per allocator, alternating
+    /// between them (the fastest is reported).
+    #[arg(long, default_value_t = 5, value_name = "N")]
     pub runs: u32,
 
     /// With `--platform hip --touch`: a fence is recorded once this many
@@ -143,6 +143,13 @@ pub struct ReplayArgs {
     /// ... or once this many bytes are (0: after every free).
     #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
     pub fence_bytes: u64,
+
+    /// With `--platform hip --touch`: only poll fences. By default an
+    /// allocation that sealed frees could serve waits for the oldest fence
+    /// (the device is a few small writes behind) instead of letting the pool
+    /// grow.
+    #[arg(long)]
+    pub fence_poll_only: bool,
 }
 
 /// Why one trace could not be reported.
