@@ -169,10 +169,10 @@ pub struct MemoryPolicy {
     /// committed as a chunk of its own (more commits; the page's own
     /// granules go back with it).
     pub split_boundaries: bool,
-    /// On a resizable storage, pages of at least this many granules are
-    /// carved from reservations of their own and decommitted as soon as
-    /// they are freed: large transient buffers neither fragment the space
-    /// of the others nor keep memory after they go.
+    /// On a resizable storage, pages of at least this many granules get a
+    /// reservation of their own, sized to them: a large buffer (logits, a
+    /// growing cache) neither fragments the space of the others nor keeps
+    /// memory once it is freed and the memory is needed elsewhere.
     pub large_page_granules: u32,
     /// The most pages the manager may hold at once.
     pub max_pages: u32,
@@ -190,7 +190,7 @@ impl Default for MemoryPolicy {
             max_pages: 1 << 20,
             commit_step_shift: 6,
             split_boundaries: false,
-            large_page_granules: 128,
+            large_page_granules: 256,
         }
     }
 }

@@ -485,12 +485,10 @@ impl<S: Storage> MemoryManager<S> {
             Engine::Sliced(e) => e.give(s.block),
             Engine::Pages(index) => {
                 // Carved exclusive pages go back to their reservation at once:
-                // that costs no driver call, and the space serves any size.
-                // Large ones (in reservations of their own) stay for reuse:
-                // committing them again would cost per MiB.
+                // that costs no driver call, the space serves any size, and
+                // its chunks stay committed until memory is short.
                 let dedicated = p.kind == PoolKind::Dedicated;
-                let carved = p.kind == PoolKind::Exclusive
-                    && self.segment.as_ref().is_some_and(|g| size < g.large_page());
+                let carved = p.kind == PoolKind::Exclusive && self.segment.is_some();
                 if (dedicated || carved) && !window_open {
                     // Released at once; the page is not idle-listed.
                     p.stats.idle_pages += 1;

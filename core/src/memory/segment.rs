@@ -98,11 +98,6 @@ impl Segment {
             .min(self.chunks.max_reservation())
             & !(g - 1)
     }
-
-    /// The smallest large page.
-    pub(super) const fn large_page(&self) -> u64 {
-        self.large
-    }
 }
 
 impl<S: Storage> MemoryManager<S> {
@@ -172,7 +167,13 @@ impl<S: Storage> MemoryManager<S> {
         let Some(need) = round_up(bytes, g) else {
             return Err(MemoryError::InvalidSize { size: rounded });
         };
-        let size = self.seg().reservation_size().max(need);
+        // A large page gets a reservation of its own, sized to it: it comes
+        // and goes whole, like a page from `alloc`, without a sync.
+        let size = if lane == 1 {
+            need
+        } else {
+            self.seg().reservation_size().max(need)
+        };
         let id = match self.storage.reserve(size) {
             Ok(id) => id,
             Err(e) if e.kind() == ErrorKind::OutOfMemory => {
@@ -473,6 +474,16 @@ impl<S: Storage> MemoryManager<S> {
             self.books.committed -= bytes;
             moved.chunks += 1;
             moved.bytes += bytes;
+            // A large page's own reservation goes with its last chunk.
+            let owner = self.seg().chunks.owner_of(ch.map);
+            let r = self.seg().reservations[owner];
+            if r.lane == 1 && r.pages == 0 && self.seg().chunks.chunks_of(r.map).is_empty() {
+                let seg = self.seg_mut();
+                seg.engines[1].remove_page(r.first_block);
+                seg.chunks.remove_map(r.map);
+                seg.reservations.remove_at(owner);
+                self.storage.dealloc(r.id);
+            }
         }
         Ok(moved)
     }

@@ -98,7 +98,9 @@ pub struct StorageStats {
     pub held: u64,
     /// The most bytes held at once.
     pub peak_held: u64,
-    /// Allocation calls that succeeded (`hipMalloc`).
+    /// Calls that took memory from the driver and succeeded: pages
+    /// (`hipMalloc`) and chunks committed in place (also counted in
+    /// [`commits`](Self::commits)).
     pub allocs: u64,
     /// Deallocation calls.
     pub deallocs: u64,
@@ -124,10 +126,10 @@ pub struct StorageStats {
 }
 
 impl StorageStats {
-    /// Driver calls that change what is held: allocations, pages released,
-    /// reservations, commits and decommits.
+    /// Driver calls that change what is held: allocations (commits
+    /// included), pages released, reservations and decommits.
     pub const fn driver_calls(&self) -> u64 {
-        self.allocs + self.deallocs + self.reserves + self.commits + self.decommits
+        self.allocs + self.deallocs + self.reserves + self.decommits
     }
 }
 
@@ -433,6 +435,7 @@ impl Storage for CountingStorage {
             return Err(Self::refuse(ErrorKind::OutOfMemory, len));
         }
         b.commits += 1;
+        b.allocs += 1;
         b.committed_bytes += len;
         b.driver_ns = b.driver_ns.saturating_add(self.terms.costs.commit.of(len));
         chunks.insert(offset, len);
