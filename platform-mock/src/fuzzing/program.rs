@@ -261,7 +261,9 @@ pub struct Config {
     pub flush: u8,
     /// The device properties the platform reports (`device % 16`): sane
     /// ones, or zero memory, pages of `u64::MAX` or `2^63` bytes, alignments
-    /// of 0, 3 or `2^63`, …
+    /// of 0, 3 or `2^63`, …; and whether the device storages offer
+    /// resizable pages (virtual memory, `device / 16 % 4 == 3`, with sane
+    /// properties and layouts).
     pub device: u8,
     /// The pool layout (`layout % 16`): the harness's, the core's presets
     /// for the properties, or adversarial ones (pages of `u64::MAX` bytes,

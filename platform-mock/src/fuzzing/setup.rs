@@ -46,6 +46,10 @@ pub struct Setup {
     pub sane_properties: bool,
     /// Device memory the mock really has.
     pub mock_memory: u64,
+    /// Whether the mock's device storages offer resizable pages (virtual
+    /// memory), and their granularity: the memory manager then carves its
+    /// pages from reservations it commits and decommits.
+    pub virtual_memory: Option<u64>,
     /// The layout drawn (`layout % 16`, see [`pick_layout`]).
     pub layout_pick: u8,
     /// The scheduler seed (which harness layout a run gets).
@@ -86,6 +90,14 @@ impl Setup {
             properties,
             sane_properties,
             mock_memory,
+            // A quarter of the sane runs. (The mock holds a page's bytes in
+            // one buffer, reservations included: the reservations adversarial
+            // properties and layouts ask for, of up to 2^56 bytes, abort the
+            // process on their first write.)
+            virtual_memory: (config.device / 16 % 4 == 3
+                && sane_properties
+                && config.layout % 16 <= 5)
+                .then_some(64 * KIB),
             layout_pick: config.layout,
             seed: config.seed,
             flush,
@@ -238,6 +250,9 @@ pub fn pick_layout(
                 page_rounding_shift: 0,
                 force_persistent: true,
                 max_pages: 3,
+                commit_step_shift: 0,
+                split_boundaries: true,
+                large_page_granules: 1,
             },
         ),
         _ => {

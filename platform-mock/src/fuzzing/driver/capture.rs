@@ -272,6 +272,12 @@ impl Driver {
 
     pub(super) fn install(&mut self, preset: u8) -> Result<Outcome, String> {
         let props = self.setup.properties;
+        // Sane layouts only over virtual memory (see `Setup::virtual_memory`).
+        let preset = if self.setup.virtual_memory.is_some() {
+            preset % 6
+        } else {
+            preset
+        };
         let (layout, sane) = match pick_layout(preset, self.seed, &props) {
             Ok((Some(l), sane)) => (l, sane),
             Ok((None, sane)) => (MemoryLayout::for_device(&props), sane),

@@ -96,7 +96,8 @@ pub struct RunReport {
 /// pairs): `SETUP_FACT` alone, the device refused the config; `| 1`, the
 /// layout was refused; `| 2`, a stream could not get even 4 bytes; `| 3`,
 /// the run is not strict (adversarial properties or layout); `| 4`, the
-/// device has more streams than the ops use.
+/// device has more streams than the ops use; `| 5`, the device storages
+/// offer resizable pages.
 pub const SETUP_FACT: u32 = 0xfe << 8;
 
 /// One harness run over one device.
@@ -121,7 +122,7 @@ pub struct Driver {
     /// Sane properties and layouts only: every reservation must succeed
     /// unless a fault was injected.
     pub(crate) strict: bool,
-    setup: Setup,
+    pub(crate) setup: Setup,
     seed: u8,
     foreign: Option<ForeignDevice>,
     faults_seen: usize,
@@ -213,6 +214,10 @@ impl Driver {
             .report_uninitialized(false);
         if let Some(s) = scheduler {
             mock_config = mock_config.scheduler(s);
+        }
+        if let Some(g) = setup.virtual_memory {
+            mock_config = mock_config.virtual_memory(g);
+            features.insert(SETUP_FACT | 5);
         }
         let mock = MockPlatform::with_config(mock_config).map_err(|e| teardown(e.to_string()))?;
         kernels::register(&mock);
