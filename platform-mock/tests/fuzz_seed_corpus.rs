@@ -64,8 +64,13 @@ fn generated_corpora_pass_and_cover_their_targets() {
             },
             Outcome::Failed,
         );
-        // Adversarial configs: refused, and accepted but not strict.
-        for fact in [fuzzing::SETUP_FACT, fuzzing::SETUP_FACT | 3] {
+        // Adversarial configs (refused, and accepted but not strict), and
+        // pages carved from reservations.
+        for fact in [
+            fuzzing::SETUP_FACT,
+            fuzzing::SETUP_FACT | 3,
+            fuzzing::SETUP_FACT | 5,
+        ] {
             assert!(
                 features.contains(&fact),
                 "{name}: no input reaches setup fact {fact:#x}"

@@ -338,6 +338,38 @@ pub fn scenarios() -> Vec<Program> {
                 Read { stream: 1, buf: 1 },
             ],
         },
+        // Pages carved from reservations (the storages offer virtual
+        // memory): growth, frees, trims and a capture over them.
+        Program {
+            config: Config {
+                streams: 1,
+                seed: 2,
+                flush: 1,
+                device: 0x30,
+                layout: 2,
+                declared: 0,
+            },
+            ops: vec![
+                Alloc { stream: 0, size: 6 },
+                Alloc { stream: 0, size: 7 },
+                Alloc { stream: 1, size: 4 },
+                write(0, 1, 1),
+                launch(1, Kernel::Scale, 1, 1, 2, 1),
+                Free { buf: 0 },
+                Cleanup,
+                Prepare { stream: 0 },
+                launch(0, Kernel::Incr, 0, 0, 0, 2),
+                Begin { stream: 0 },
+                launch(0, Kernel::Incr, 0, 0, 0, 2),
+                End { stream: 0 },
+                Free { buf: 0 },
+                Replay { graph: 0 },
+                Read { stream: 1, buf: 1 },
+                DropGraph { graph: 0 },
+                SyncAll,
+                Cleanup,
+            ],
+        },
     ]
 }
 
