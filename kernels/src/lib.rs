@@ -1,10 +1,29 @@
-//! The suite's kernels: element-wise `u32` work over buffers, each with HIP
-//! source (for real devices) and a Rust body (for the mock). Every kernel
-//! takes its info words as the last binding: `info[0]` is the element count.
-//! Binding ABI: one pointer per binding, in order.
+//! # streamcore-kernels
+//!
+//! A few element-wise `u32` kernels shared by the demo (`streamcore demo`),
+//! the scenario suite (`streamcore-tests`) and the examples: each has HIP
+//! source, compiled by a real device's platform (hiprtc), and a Rust body
+//! for the mock platform ([`register_mock`]).
+//!
+//! Every kernel takes its info words as the last binding: `info[0]` is the
+//! element count, `info[1]` the kernel's scalar. Binding ABI: one pointer
+//! per binding, in order.
+//!
+//! | kernel | does | bindings |
+//! |---|---|---|
+//! | [`FILL`] | `out[i] = info[1]` | `out`, info |
+//! | [`ADD`] | `out[i] = a[i] + b[i]` | `a`, `b`, `out`, info |
+//! | [`SCALE`] | `out[i] = x[i] * info[1]` | `x`, `out`, info |
+//! | [`FLAKY`] | as [`SCALE`], under a name fault injection can target | `x`, `out`, info |
+//!
+//! Helpers: [`dims`] (launch geometry for `n` elements), [`bytes`] and
+//! [`words`] (`u32`s to little-endian bytes and back).
+
+mod mock;
+
+pub use mock::register_mock;
 
 use streamcore::platform::{KernelSource, LaunchDims};
-use streamcore_mock::{KernelArg, MockPlatform};
 
 /// `out[i] = info[1]` (fill with a constant).
 pub const FILL: KernelSource<'static> = KernelSource {
@@ -61,51 +80,4 @@ pub fn words(bytes: &[u8]) -> Vec<u32> {
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
-}
-
-fn info(args: &[KernelArg]) -> (usize, u64) {
-    let w = args.last().map(|a| a.bytes()).unwrap_or(&[]);
-    let word = |i: usize| {
-        w.get(i * 8..i * 8 + 8)
-            .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-    };
-    (word(0) as usize, word(1))
-}
-
-fn get(a: &KernelArg, i: usize) -> u32 {
-    a.bytes()
-        .get(i * 4..i * 4 + 4)
-        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-}
-
-fn set(a: &mut KernelArg, i: usize, v: u32) {
-    if let Some(b) = a.bytes_mut().get_mut(i * 4..i * 4 + 4) {
-        b.copy_from_slice(&v.to_le_bytes());
-    }
-}
-
-/// Registers the Rust bodies of every kernel on a mock.
-pub fn register_mock(mock: &MockPlatform) {
-    mock.register_kernel(FILL.name, |_, args| {
-        let (n, v) = info(args);
-        for i in 0..n {
-            set(&mut args[0], i, v as u32);
-        }
-    });
-    mock.register_kernel(ADD.name, |_, args| {
-        let (n, _) = info(args);
-        for i in 0..n {
-            let v = get(&args[0], i).wrapping_add(get(&args[1], i));
-            set(&mut args[2], i, v);
-        }
-    });
-    for name in [SCALE.name, FLAKY.name] {
-        mock.register_kernel(name, |_, args| {
-            let (n, f) = info(args);
-            for i in 0..n {
-                let v = get(&args[0], i).wrapping_mul(f as u32);
-                set(&mut args[1], i, v);
-            }
-        });
-    }
 }
