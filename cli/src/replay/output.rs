@@ -68,10 +68,11 @@ fn bytes(v: Option<u64>) -> String {
 /// those of the program PyTorch recorded, not of a replay of its events.
 pub const RECORDED: &str = "PyTorch, recorded";
 
-/// The note under a table with the recorded run's figures.
-pub const RECORDED_NOTE: &str = "PyTorch, recorded: the recorded program's own figures (the trace \
-     header), not a replay of these events; PyTorch held some frees longer there \
-     (cross-stream use), which its peak reserved includes.";
+/// The note under a table with the recorded run's figures, line by line.
+pub const RECORDED_NOTE: [&str; 2] = [
+    "PyTorch, recorded: the recorded program's own figures (the trace header),",
+    "not a replay of these events: PyTorch held some frees longer there.",
+];
 
 /// The table of one trace: this replay beside the recorded run's figures.
 pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
@@ -124,7 +125,9 @@ pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
     )?;
     row(out, "time per op", format!("{:.1} ns", r.ns_per_op()), None)?;
     if torch {
-        writeln!(out, "  {RECORDED_NOTE}")?;
+        for line in RECORDED_NOTE {
+            writeln!(out, "  {line}")?;
+        }
     }
     if let Some(start) = h.live_at_start_bytes.filter(|&b| b > 0) {
         writeln!(
@@ -178,10 +181,11 @@ pub fn overview(out: &mut impl Write, all: &[Outcome]) -> io::Result<()> {
             r.ns_per_op()
         )?;
     }
+    writeln!(out, "ratio: this replay's peak reserved / peak live")?;
     writeln!(
         out,
-        "ratio: this replay's peak reserved / peak live; recorded: PyTorch's own peak reserved \
-         / peak allocated in the recorded program (the trace header), not a replay of its events"
+        "recorded: PyTorch's own peak reserved / peak allocated in the recorded program \
+         (the trace header), not a replay of its events"
     )
 }
 
