@@ -225,6 +225,32 @@ fn the_converter_refuses_what_is_not_a_snapshot() {
     let out = convert(py, &[&snap, &dir.join("t.jsonl")], &["--device", "3"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("no history for device 3"));
+    // A text file, a JSON object that is not a snapshot, a cut pickle: each
+    // is "not a snapshot", never a pickle machine's message.
+    let txt = dir.join("notes.txt");
+    std::fs::write(&txt, "hello, this is text\nmore text\n").unwrap();
+    let json = dir.join("other.json");
+    std::fs::write(&json, r#"{"a": 1}"#).unwrap();
+    let cut = dir.join("cut.pickle");
+    let made = Command::new(py)
+        .args([
+            "-c",
+            "import pickle, sys; d = pickle.dumps({'device_traces': [[]]}); open(sys.argv[1], 'wb').write(d[: len(d) // 2])",
+        ])
+        .arg(&cut)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    for bad in [&txt, &json, &cut] {
+        let out = convert(py, &[bad, &dir.join("t.jsonl")], &[]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("not a PyTorch memory snapshot"), "{err}");
+        assert!(
+            !err.contains("Memo value") && !err.contains("Traceback"),
+            "{err}"
+        );
+    }
     // A missing file.
     let out = convert(py, &[&dir.join("none.pickle"), &dir.join("t.jsonl")], &[]);
     assert_eq!(out.status.code(), Some(1));

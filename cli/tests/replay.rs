@@ -491,6 +491,87 @@ fn a_truncated_gzip_is_named() {
 }
 
 #[test]
+fn bytes_after_the_gzip_data_are_not_called_truncated() {
+    let dir = scratch("trailing");
+    let whole = std::fs::read(trace("two_stream_pipeline")).unwrap();
+    for (name, tail) in [("short", &b"xy"[..]), ("long", b"garbage after the end\n")] {
+        let path = dir.join(format!("{name}.jsonl.gz"));
+        let mut bytes = whole.clone();
+        bytes.extend_from_slice(tail);
+        std::fs::write(&path, bytes).unwrap();
+        let out = replay(&[&path]);
+        assert_refused(
+            &out,
+            &["bytes that are not gzip after the end of the gzip data"],
+        );
+        assert!(!text(&out.stderr).contains("truncated"), "{name}");
+    }
+}
+
+#[test]
+fn corruption_inside_the_gzip_data_is_called_corruption() {
+    let dir = scratch("corrupt");
+    let mut bytes = std::fs::read(trace("gpt2_train")).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 64] {
+        *b ^= 0x5a;
+    }
+    let path = dir.join("damaged.jsonl.gz");
+    std::fs::write(&path, bytes).unwrap();
+    let out = replay(&[&path]);
+    assert_refused(&out, &["damaged.jsonl.gz: corrupt gzip data"]);
+    assert!(!text(&out.stderr).contains("line "), "not a JSON error");
+}
+
+#[test]
+fn streams_out_of_first_use_order_are_refused() {
+    let (_, out) = replay_lines(
+        "stream-5",
+        &[r#"{"op":"alloc","id":1,"size":4096,"stream":5}"#],
+    );
+    assert_refused(
+        &out,
+        &[
+            "line 2: stream 5 is used before stream 0",
+            "in order of first use",
+        ],
+    );
+}
+
+#[test]
+fn header_counts_are_checked_against_the_events() {
+    let dir = scratch("header-counts");
+    let path = dir.join("counts.jsonl");
+    std::fs::write(
+        &path,
+        "{\"header\": {\"events\": 3, \"streams\": 1}}\n\
+         {\"op\":\"alloc\",\"id\":1,\"size\":4096,\"stream\":0}\n\
+         {\"op\":\"free\",\"id\":1}\n",
+    )
+    .unwrap();
+    assert_refused(
+        &replay(&[&path]),
+        &["counts.jsonl: line 1: the header announces 3 events, the trace has 2"],
+    );
+}
+
+#[test]
+fn a_size_beyond_64_bits_says_so() {
+    let (_, out) = replay_lines(
+        "size-2-64",
+        &[r#"{"op":"alloc","id":1,"size":18446744073709551616,"stream":0}"#],
+    );
+    assert_refused(
+        &out,
+        &[
+            "line 2: \"size\" is",
+            "above the largest integer a trace holds (2^64 - 1)",
+        ],
+    );
+    assert!(!text(&out.stderr).contains("not a non-negative integer"));
+}
+
+#[test]
 fn a_malformed_line_says_which_and_why() {
     let (_, out) = replay_lines(
         "malformed",

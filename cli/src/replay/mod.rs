@@ -145,7 +145,8 @@ impl fmt::Display for TraceFailure {
                 e @ (TraceError::NotFound { .. }
                 | TraceError::Io { .. }
                 | TraceError::TruncatedGzip { .. }
-                | TraceError::BadGzip { .. }),
+                | TraceError::BadGzip { .. }
+                | TraceError::TrailingData { .. }),
             ) => write!(f, "{e}"),
             TraceFailure::Load(path, e) => write!(f, "{}: {e}", path.display()),
             TraceFailure::Replay {
