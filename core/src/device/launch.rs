@@ -1,8 +1,9 @@
 //! Kernel launches: the write scope (taint), the info buffer (info cache),
 //! cross-stream waits (sync table), then the platform call.
 
+use super::doom::error_kind;
 use super::handle::{Arg, KernelId};
-use super::state::{Deferred, Inner, Res, WindowUse, describe, error_kind};
+use super::state::{Deferred, Inner, Res, WindowUse, describe};
 use crate::error::Error;
 use crate::failure::{AllocId, Cause, Decision, FailureId, Operand, Operation, Region};
 use crate::info_cache::InsertError;

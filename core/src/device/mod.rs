@@ -17,10 +17,16 @@
 //!   [`Graph`]; a failure inside the window dooms it.
 
 mod buffer;
+mod config;
+mod doom;
+mod fences;
+mod frees;
 mod graph;
 mod handle;
 mod launch;
+mod order;
 mod state;
+mod stats;
 mod transfer;
 
 use alloc::sync::Arc;
@@ -28,99 +34,18 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 pub use buffer::{BufferId, StaleBuffer};
+pub use config::DeviceConfig;
 pub use handle::{Arg, Buffer, Graph, GraphId, KernelId};
 pub use launch::Launched;
+pub use stats::{Census, DeviceStats, InfoCensus};
 
 use crate::drop_queue::FlushPolicy;
 use crate::error::Error;
 use crate::failure::{ErrorGraph, FailureId};
-use crate::info_cache::CachePolicy;
 use crate::memory::{MemoryLayout, MemoryManager, MemoryReport};
 use crate::platform::{DeviceProperties, KernelSource, LaunchDims, Platform};
 use crate::stream::{CrossPins, Phase, StreamId, StreamPool, SyncTable, WaitPlan};
 use state::Inner;
-
-/// How a device is set up.
-#[derive(Clone, Debug)]
-pub struct DeviceConfig {
-    /// Number of streams (ids `0..streams`), created lazily.
-    pub streams: u16,
-    /// Pool layout of every stream; `None`: chosen from the device's properties.
-    pub layout: Option<MemoryLayout>,
-    /// Drop-queue flush thresholds; `None`: the preset for the device kind
-    /// (discrete or integrated).
-    pub flush: Option<FlushPolicy>,
-    /// Info-cache bounds, per stream.
-    pub info_cache: CachePolicy,
-}
-
-impl Default for DeviceConfig {
-    fn default() -> Self {
-        Self {
-            streams: 4,
-            layout: None,
-            flush: None,
-            info_cache: CachePolicy::default(),
-        }
-    }
-}
-
-impl DeviceConfig {
-    /// A config of `streams` streams, the rest default.
-    pub fn with_streams(streams: u16) -> Self {
-        Self {
-            streams,
-            ..Self::default()
-        }
-    }
-
-    /// Sets explicit drop-queue thresholds.
-    pub fn flush_policy(mut self, flush: FlushPolicy) -> Self {
-        self.flush = Some(flush);
-        self
-    }
-
-    /// Sets the pool layout of every stream.
-    pub fn layout(mut self, layout: MemoryLayout) -> Self {
-        self.layout = Some(layout);
-        self
-    }
-}
-
-/// Counts of what the device did: for tests, reports and benches.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct DeviceStats {
-    /// Kernels queued or recorded.
-    pub launches: u64,
-    /// Launches and replays skipped over claimed inputs.
-    pub skipped: u64,
-    /// Failures recorded (failed launches, copies, reservations).
-    pub failures: u64,
-    /// Cross-stream event waits inserted.
-    pub waits: u64,
-    /// Events recorded (fences, waits, syncs).
-    pub events_recorded: u64,
-    /// Host synchronizations.
-    pub host_syncs: u64,
-    /// Uploads queued.
-    pub uploads: u64,
-    /// Downloads done.
-    pub downloads: u64,
-    /// Info-cache hits.
-    pub info_hits: u64,
-    /// Info-cache misses (uploads of info words).
-    pub info_misses: u64,
-    /// Graphs sealed.
-    pub graphs_sealed: u64,
-    /// Graph replays queued.
-    pub graph_replays: u64,
-    /// Graphs released.
-    pub graphs_released: u64,
-    /// Frees that waited for another stream's use (cross-stream pins).
-    pub cross_stream_pins: u64,
-    /// Reservations retried after reclaiming deferred frees.
-    pub oom_retries: u64,
-}
 
 static NEXT_DEVICE: AtomicU64 = AtomicU64::new(1);
 
@@ -480,32 +405,4 @@ impl<P: Platform> Device<P> {
                 .sum(),
         }
     }
-}
-
-/// What a device holds, for leak and invariant checks.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct Census {
-    /// Live buffers.
-    pub buffers: usize,
-    /// Live failures in the taint graph.
-    pub failures: usize,
-    /// Live graphs.
-    pub graphs: usize,
-    /// Items in drop queues (staged or pending).
-    pub deferred: usize,
-    /// Cross-stream pins.
-    pub cross_pins: usize,
-    /// Bytes in use in every stream's pools (info buffers included).
-    pub live_bytes: u64,
-}
-
-/// The info cache of one stream, for invariant checks.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct InfoCensus {
-    /// Entries cached (pinned, in the open window, or in the LRU list).
-    pub entries: usize,
-    /// Entries the open capture window recorded.
-    pub window: usize,
-    /// Live graphs holding pins in this cache.
-    pub graphs: usize,
 }

@@ -1,0 +1,58 @@
+//! What a failure does to an open capture window (dooms it, so
+//! `end_capture` refuses to seal a graph missing work), and the storage
+//! flushes held while any stream records.
+
+use super::state::{Inner, Res, host_err};
+use crate::error::Error;
+use crate::platform::{Platform, PlatformError};
+use crate::stream::StreamId;
+
+impl<P: Platform> Inner<P> {
+    /// Holds every pool's storage flushes while any stream records a
+    /// capture (drivers in global capture mode forbid releasing memory, and
+    /// would invalidate the capture), and resumes them once none does.
+    /// Call after every change of `recording`.
+    pub(crate) fn hold_flushes_while_recording(&mut self) -> Res<(), P> {
+        let hold = self.recording > 0;
+        let mut result = Ok(());
+        for (_, st) in self.streams.iter_mut() {
+            if let Err(e) = st.memory.hold_flushes(hold) {
+                result = Err(Error::Memory(e));
+            }
+        }
+        self.host.hold_flushes(hold).map_err(host_err::<P>)?;
+        result
+    }
+
+    /// Dooms `sid`'s open window because work asked for inside it failed
+    /// on the platform before it was queued (the graph would miss it).
+    pub(crate) fn doom_platform(&mut self, sid: StreamId, op: &'static str, e: &Error<P::Error>) {
+        let kind = error_kind(e);
+        self.doom(sid, crate::stream::DoomReason::Platform { op, kind });
+    }
+
+    /// Dooms `sid`'s open capture window, if any.
+    pub(crate) fn doom(&mut self, sid: StreamId, reason: crate::stream::DoomReason) {
+        if let Some(st) = self.streams.get_mut(sid) {
+            st.capture.doom(reason);
+        }
+    }
+}
+
+/// The platform classification of a core error, for a capture window's
+/// doom reason (`Other` for errors that carry none).
+pub(crate) fn error_kind<E: PlatformError>(e: &Error<E>) -> crate::platform::ErrorKind {
+    use crate::memory::{MemoryError, OomCause};
+    use crate::platform::ErrorKind;
+    match e {
+        Error::Platform { source, .. } => source.kind(),
+        Error::Failed { kind, .. } => *kind,
+        Error::Memory(MemoryError::Storage { source, .. }) => source.kind(),
+        Error::Memory(MemoryError::OutOfMemory {
+            cause: OomCause::Storage(source),
+            ..
+        }) => source.kind(),
+        Error::Memory(MemoryError::OutOfMemory { .. }) => ErrorKind::OutOfMemory,
+        _ => ErrorKind::Other,
+    }
+}
