@@ -102,7 +102,7 @@ pub fn all<H: Harness>() -> Vec<(&'static str, Scenario<H>)> {
 }
 
 /// Calls macro `$m` with the names of every scenario: the one list of the
-/// suite, used by [`all`] and [`scenario_suite!`].
+/// suite, used by [`all`] and [`scenario_suite!`](crate::scenario_suite).
 #[macro_export]
 macro_rules! for_each_scenario {
     ($($m:ident)::+ $(, $arg:expr)?) => {
@@ -161,7 +161,7 @@ macro_rules! scenario_suite {
 }
 
 /// Emits one `#[test]` per scenario name for the harness `$make`
-/// (used by [`scenario_suite!`]).
+/// (used by [`scenario_suite!`](crate::scenario_suite)).
 #[macro_export]
 macro_rules! scenario_tests {
     ($make:expr; $($name:ident),* $(,)?) => {

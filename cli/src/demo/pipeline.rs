@@ -40,7 +40,7 @@ pub trait Stage {
 }
 
 /// The device the story runs on: the stage's platform behind the fault
-/// injector, which fails every launch of [`kernels::FLAKY`].
+/// injector, which fails every launch of [`FLAKY`](streamcore_kernels::FLAKY).
 pub type DemoDevice<S> = Device<FaultInjector<<S as Stage>::P>>;
 
 const CONSUMER: StreamId = StreamId(0);
@@ -60,7 +60,7 @@ fn check(ok: bool, what: &str) -> Result<&'static str, DemoError> {
 }
 
 /// Tells the story on `device` (two streams, the stage's platform behind
-/// a fault injector that fails [`kernels::FLAKY`]), writing it to `out`.
+/// a fault injector that fails [`FLAKY`](streamcore_kernels::FLAKY)), writing it to `out`.
 pub fn run<S: Stage>(
     stage: &S,
     device: &DemoDevice<S>,
