@@ -9,6 +9,7 @@ use streamcore::device::{Device, DeviceConfig};
 use streamcore::memory::HumanBytes;
 use streamcore::platform::{ErrorKind, Platform, PlatformError};
 use streamcore_hip::HipPlatform;
+use streamcore_hip::{HipError, Origin};
 use streamcore_kernels as kernels;
 use streamcore_mock::fault::{FaultInjector, FaultPlan};
 
@@ -40,15 +41,19 @@ impl Stage for HipStage {
     }
 }
 
-/// The one line for a platform that could not be set up.
-pub fn unavailable(e: &impl PlatformError) -> String {
-    if e.kind() == ErrorKind::NotAvailable {
-        format!(
-            "--platform hip: no HIP runtime or GPU found: {e} (install ROCm, or on NVIDIA \
-             the HIP-on-CUDA shim: platform-hip/nvidia/README.md)"
-        )
-    } else {
-        format!("--platform hip: the GPU could not be set up: {e}")
+/// The one line for a platform that could not be set up: no runtime (the
+/// libraries were not found), or a runtime without a usable GPU (no driver,
+/// no device).
+pub fn unavailable(e: &HipError) -> String {
+    match (e.kind(), e.origin()) {
+        (ErrorKind::NotAvailable, Origin::Loader) => format!(
+            "--platform hip: no HIP runtime found: {e} (install ROCm, or on NVIDIA build the \
+             HIP-on-CUDA shim: platform-hip/nvidia/README.md)"
+        ),
+        (ErrorKind::NotAvailable, _) => {
+            format!("--platform hip: the HIP runtime loaded, but no GPU is usable: {e}")
+        }
+        _ => format!("--platform hip: the GPU could not be set up: {e}"),
     }
 }
 
