@@ -85,3 +85,62 @@ pub fn words(bytes: &[u8]) -> Vec<u32> {
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use streamcore::device::{Device, DeviceConfig, Launched};
+    use streamcore::stream::StreamId;
+    use streamcore_mock::MockPlatform;
+
+    #[test]
+    fn bytes_and_words_round_trip() {
+        let w = [0, 1, 0xdead_beef, u32::MAX];
+        assert_eq!(bytes(&w).len(), 16);
+        assert_eq!(words(&bytes(&w)), w);
+        assert_eq!(
+            words(&[1, 0, 0, 0, 9]),
+            [1],
+            "a trailing partial word is dropped"
+        );
+    }
+
+    #[test]
+    fn dims_cover_every_element() {
+        for n in [0, 1, 255, 256, 257, 4096] {
+            let d = dims(n);
+            assert!(u64::from(d.grid[0]) * u64::from(d.block[0]) >= n as u64);
+        }
+    }
+
+    #[test]
+    fn the_mock_bodies_do_what_the_table_says() {
+        let mock = MockPlatform::new();
+        register_mock(&mock);
+        let device = Device::new(mock, DeviceConfig::with_streams(1)).unwrap();
+        let s = StreamId(0);
+        let n = 300;
+        let x: Vec<u32> = (0..n as u32).collect();
+        let a = device.upload(s, &bytes(&x)).unwrap();
+        let out = |d: &Device<MockPlatform>| d.alloc(s, 4 * n as u64).unwrap();
+        let (f, sum, scaled, flaky) = (out(&device), out(&device), out(&device), out(&device));
+        let n64 = n as u64;
+        let launches = [
+            (FILL, vec![f.write()], vec![n64, 7]),
+            (ADD, vec![a.read(), f.read(), sum.write()], vec![n64]),
+            (SCALE, vec![a.read(), scaled.write()], vec![n64, 3]),
+            (FLAKY, vec![a.read(), flaky.write()], vec![n64, 3]),
+        ];
+        for (kernel, args, info) in launches {
+            let id = device.load_kernel(&kernel).unwrap();
+            let launched = device.launch(s, id, dims(n), &args, &info);
+            assert_eq!(launched.unwrap(), Launched::Queued, "{}", kernel.name);
+        }
+        let read = |b| words(&device.read(s, b).unwrap());
+        assert_eq!(read(&f), vec![7; n]);
+        assert_eq!(read(&sum), x.iter().map(|v| v + 7).collect::<Vec<_>>());
+        let tripled: Vec<u32> = x.iter().map(|v| v * 3).collect();
+        assert_eq!(read(&scaled), tripled);
+        assert_eq!(read(&flaky), tripled);
+    }
+}
