@@ -33,3 +33,22 @@ pub const HIP_BUILT: bool = cfg!(feature = "hip");
 /// the `hip` feature.
 pub const HIP_NOT_BUILT: &str = "this streamcore was built without HIP support \
      (`--no-default-features`); rebuild it with `--features hip` for `--platform hip`";
+
+/// The one line for a HIP platform that could not be set up: no runtime
+/// (the libraries were not found), a runtime without a usable GPU (no
+/// driver, no device), or another setup error.
+#[cfg(feature = "hip")]
+pub fn hip_unavailable(e: &streamcore_hip::HipError) -> String {
+    use streamcore::platform::{ErrorKind, PlatformError};
+    use streamcore_hip::Origin;
+    match (e.kind(), e.origin()) {
+        (ErrorKind::NotAvailable, Origin::Loader) => format!(
+            "--platform hip: no HIP runtime found: {e} (install ROCm, or on NVIDIA build the \
+             HIP-on-CUDA shim: platform-hip/nvidia/README.md)"
+        ),
+        (ErrorKind::NotAvailable, _) => {
+            format!("--platform hip: the HIP runtime loaded, but no GPU is usable: {e}")
+        }
+        _ => format!("--platform hip: the GPU could not be set up: {e}"),
+    }
+}

@@ -7,14 +7,14 @@ use std::io::Write;
 
 use streamcore::device::{Device, DeviceConfig};
 use streamcore::memory::HumanBytes;
-use streamcore::platform::{ErrorKind, Platform, PlatformError};
+use streamcore::platform::Platform;
 use streamcore_hip::HipPlatform;
-use streamcore_hip::{HipError, Origin};
 use streamcore_kernels as kernels;
 use streamcore_mock::fault::{FaultInjector, FaultPlan};
 
 use super::DemoError;
 use super::pipeline::{self, Stage};
+use crate::platform::hip_unavailable;
 
 /// A HIP device, described once.
 pub struct HipStage {
@@ -41,25 +41,9 @@ impl Stage for HipStage {
     }
 }
 
-/// The one line for a platform that could not be set up: no runtime (the
-/// libraries were not found), or a runtime without a usable GPU (no driver,
-/// no device).
-pub fn unavailable(e: &HipError) -> String {
-    match (e.kind(), e.origin()) {
-        (ErrorKind::NotAvailable, Origin::Loader) => format!(
-            "--platform hip: no HIP runtime found: {e} (install ROCm, or on NVIDIA build the \
-             HIP-on-CUDA shim: platform-hip/nvidia/README.md)"
-        ),
-        (ErrorKind::NotAvailable, _) => {
-            format!("--platform hip: the HIP runtime loaded, but no GPU is usable: {e}")
-        }
-        _ => format!("--platform hip: the GPU could not be set up: {e}"),
-    }
-}
-
 /// Runs the demo on HIP device 0.
 pub fn run(out: &mut impl Write) -> Result<(), DemoError> {
-    let hip = HipPlatform::new().map_err(|e| DemoError::Unavailable(unavailable(&e)))?;
+    let hip = HipPlatform::new().map_err(|e| DemoError::Unavailable(hip_unavailable(&e)))?;
     let props = hip.properties();
     let stage = HipStage {
         description: format!(
