@@ -404,7 +404,7 @@ fn layouts_that_do_not_fit_the_device_are_refused_before_the_first_event() {
     let cases = [
         (
             r#"{"pools": [{"kind": "sliced", "page_size": 18446744073709551615, "max_slice": "1 MiB"}]}"#,
-            "pools[0]",
+            "pool 0",
         ),
         (
             r#"{"alignment": 9223372036854775808, "pools": [{"kind": "exclusive", "max_slice": "1 GiB"}]}"#,
@@ -412,11 +412,11 @@ fn layouts_that_do_not_fit_the_device_are_refused_before_the_first_event() {
         ),
         (
             r#"{"pools": [{"kind": "sliced", "page_size": "1 TiB", "max_slice": "1 MiB"}]}"#,
-            "pools[0] (sliced): page size 1.00 TiB",
+            "pool 0 (sliced): page size 1.00 TiB",
         ),
         (
             r#"{"pools": [{"kind": "exclusive", "max_slice": "200 TiB"}]}"#,
-            "pools[0] (exclusive): largest page 200.00 TiB",
+            "pool 0 (exclusive): largest page 200.00 TiB",
         ),
     ];
     for (layout, needle) in cases {

@@ -8,7 +8,7 @@ use core::fmt;
 use crate::device::{BufferId, GraphId, KernelId, StaleBuffer};
 use crate::failure::{FailureId, TaintReport};
 use crate::memory::MemoryError;
-use crate::platform::ErrorKind;
+use crate::platform::{Capabilities, ErrorKind};
 use crate::stream::capture::CaptureError;
 use crate::stream::pool::StreamOutOfRange;
 use crate::stream::sync::UnknownStream;
@@ -59,6 +59,14 @@ pub enum Error<E> {
     },
     /// A bad argument (size mismatch, empty data, …).
     InvalidArgument(&'static str),
+    /// The platform lacks a capability the operation needs (e.g. graph
+    /// capture on a firmware command queue); nothing was changed.
+    NotSupported {
+        /// The operation.
+        op: &'static str,
+        /// The capabilities it needs that the platform does not declare.
+        needs: Capabilities,
+    },
 }
 
 impl<E> Error<E> {
@@ -134,6 +142,13 @@ impl<E: fmt::Display> fmt::Display for Error<E> {
                 "`{op}` needs a host synchronization or allocation, which a capturing stream does not allow"
             ),
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
+            Error::NotSupported { op, needs } => {
+                write!(f, "`{op}` is not supported: the platform lacks")?;
+                for name in needs.names() {
+                    write!(f, " {name}")?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -142,8 +142,9 @@
 //! `service_loop` (a firmware-style loop on a bounded configuration),
 //! `pipeline_test` (a host-side test of your own pipeline with the hazard
 //! checker and fault injection), `fuzz_orderings` (fuzzing your own
-//! capture and free orderings). `streamcore demo` tells the same story as
-//! above, step by step.
+//! capture and free orderings), `minimal_platform` (the smallest real
+//! platform, for platform authors). `streamcore demo` tells the same story
+//! as above, step by step.
 //!
 //! ## Modules
 //!
@@ -166,6 +167,7 @@ extern crate alloc;
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+mod arena;
 pub mod device;
 pub mod drop_queue;
 pub mod error;

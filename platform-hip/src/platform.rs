@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use cubecl_hip_sys as hip;
 use streamcore::platform::{
-    Binding, DeviceProperties, DeviceRange, ErrorKind, HostRange, KernelSource, LaunchDims,
-    Platform,
+    Binding, Capabilities, DeviceProperties, DeviceRange, ErrorKind, GraphCapture, HostRange,
+    KernelSource, LaunchDims, Platform,
 };
 
 use crate::copy;
@@ -136,12 +136,26 @@ impl Platform for HipPlatform {
     type Event = HipEvent;
     type Storage = HipStorage;
     type HostStorage = HipHostStorage;
-    type Graph = HipGraph;
+    type Capture = Self;
     type Kernel = HipKernel;
     type Error = HipError;
 
     fn properties(&self) -> DeviceProperties {
         self.properties
+    }
+
+    /// Graphs (stream capture) and hiprtc compilation; host-visible device
+    /// memory on an integrated GPU. Events are created without timing.
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = Capabilities::GRAPH_CAPTURE | Capabilities::RUNTIME_COMPILATION;
+        if self.properties.integrated {
+            caps |= Capabilities::HOST_VISIBLE_DEVICE_MEMORY;
+        }
+        caps
+    }
+
+    fn capture(&self) -> Option<&Self> {
+        Some(self)
     }
 
     fn create_stream(&self) -> Result<HipStream, HipError> {
@@ -212,6 +226,10 @@ impl Platform for HipPlatform {
     ) -> Result<(), HipError> {
         kernel.launch(&self.shared, stream, dims, bindings)
     }
+}
+
+impl GraphCapture<HipPlatform> for HipPlatform {
+    type Graph = HipGraph;
 
     fn begin_capture(&self, stream: &mut HipStream) -> Result<(), HipError> {
         graph::begin(&self.shared, stream)

@@ -130,7 +130,7 @@ impl fmt::Display for DeviceMismatch {
                 };
                 write!(
                     f,
-                    "pools[{pool}] ({kind}): {what} {} ({page} B) is larger than the device's \
+                    "pool {pool} ({kind}): {what} {} ({page} B) is larger than the device's \
                      largest page, {} ({max_page} B)",
                     HumanBytes(page),
                     HumanBytes(max_page)

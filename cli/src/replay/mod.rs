@@ -265,10 +265,9 @@ fn check_svg_path(path: &Path) -> Result<(), String> {
 
 fn report_layout_error(e: &LayoutArgError) {
     eprintln!("streamcore: {e}");
-    if matches!(
-        e,
-        LayoutArgError::Format { .. } | LayoutArgError::Invalid { .. }
-    ) {
+    // A file of the wrong shape: where the format is described. (A layout
+    // the rules or the device refuse says why in its one line.)
+    if matches!(e, LayoutArgError::Format { .. }) {
         eprintln!("streamcore: the layout file format is in `streamcore replay --help`");
     }
 }

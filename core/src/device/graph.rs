@@ -9,13 +9,24 @@ use super::state::{Deferred, GraphState, Inner, Res, WindowUse};
 use crate::error::Error;
 use crate::failure::{AllocId, Decision, KernelName, Operand, Operation, Region};
 use crate::info_cache::{CacheMode, GraphId as CacheGraphId};
-use crate::platform::{Access, Platform};
+use crate::platform::{Access, Capabilities, GraphCapture, GraphOf, Platform};
 use crate::stream::{CaptureError, StreamId};
+
+/// The platform's graph capture, or [`Error::NotSupported`] when it declares
+/// none ([`Capabilities::GRAPH_CAPTURE`] and [`Platform::capture`] must agree).
+fn capture_of<'p, P: Platform>(platform: &'p P, op: &'static str) -> Res<&'p P::Capture, P> {
+    let needs = Capabilities::GRAPH_CAPTURE;
+    match platform.capture() {
+        Some(c) if platform.capabilities().contains(needs) => Ok(c),
+        _ => Err(Error::NotSupported { op, needs }),
+    }
+}
 
 impl<P: Platform> Inner<P> {
     /// `NoCapture → Prepare`: the warm-up. Pools retain what they hand out
     /// and the info cache records what the window uses.
     pub(crate) fn prepare(&mut self, sid: StreamId) -> Res<(), P> {
+        capture_of(&self.platform, "prepare")?;
         self.process_releases()?;
         self.with_stream(sid, |_, st, evicted| -> Res<(), P> {
             st.capture.prepare()?;
@@ -33,6 +44,7 @@ impl<P: Platform> Inner<P> {
     /// `Prepare → Capture`: the retained slices go back to the pools, due
     /// frees are flushed, and the platform starts recording.
     pub(crate) fn begin_capture(&mut self, sid: StreamId) -> Res<(), P> {
+        capture_of(&self.platform, "begin_capture")?;
         self.process_releases()?;
         // Out-of-order calls are rejected before anything changes.
         if self.stream(sid)?.capture.phase() != crate::stream::Phase::Prepare {
@@ -61,14 +73,18 @@ impl<P: Platform> Inner<P> {
                 Err(_) => None,
             };
             let _ = st.drops.set_recording(true);
-            if let Err(e) = platform.begin_capture(&mut st.stream) {
+            let began = capture_of(platform, "begin_capture").and_then(|c| {
+                c.begin_capture(&mut st.stream)
+                    .map_err(|e| Error::platform("begin_capture", e))
+            });
+            if let Err(e) = began {
                 let _ = st.drops.set_recording(false);
                 let _ = st.capture.abort();
                 let _ = st.memory.abort_capture();
                 let _ = st
                     .info
                     .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
-                return Err(Error::platform("begin_capture", e));
+                return Err(e);
             }
             Ok(())
         })??;
@@ -80,6 +96,7 @@ impl<P: Platform> Inner<P> {
     /// invalidated, yields no graph: everything the window held is released
     /// and the error says why.
     pub(crate) fn end_capture(&mut self, sid: StreamId) -> Res<Graph, P> {
+        capture_of(&self.platform, "end_capture")?;
         self.process_releases()?;
         // Out-of-order calls are rejected before anything changes.
         if let Err(e @ CaptureError::NotCapturing { .. }) = self.stream(sid)?.capture.check_end() {
@@ -90,7 +107,10 @@ impl<P: Platform> Inner<P> {
         let (sealed, graph, owed, memory, window, window_host) =
             self.with_stream(sid, |platform, st, _| {
                 let sealed = st.capture.end();
-                let graph = platform.end_capture(&mut st.stream);
+                let graph = capture_of(platform, "end_capture").and_then(|c| {
+                    c.end_capture(&mut st.stream)
+                        .map_err(|e| Error::platform("end_capture", e))
+                });
                 let owed = st.drops.set_recording(false);
                 let memory = st.memory.end_capture(|c| pinned.push(c.handle));
                 let window = core::mem::take(&mut st.window);
@@ -101,20 +121,20 @@ impl<P: Platform> Inner<P> {
         // The platform capture is closed: flushes may resume.
         let resumed = self.hold_flushes_while_recording();
 
-        let outcome: Res<P::Graph, P> = match (sealed, graph) {
+        let outcome: Res<GraphOf<P>, P> = match (sealed, graph) {
             (Ok(()), Ok(g)) => match memory {
                 Ok(()) => Ok(g),
                 Err(e) => {
-                    let _ = self.platform.destroy_graph(g);
+                    let _ = self.destroy_platform_graph(g);
                     Err(e.into())
                 }
             },
             (Err(doomed), Ok(g)) => {
-                let _ = self.platform.destroy_graph(g);
+                let _ = self.destroy_platform_graph(g);
                 Err(doomed.into())
             }
             (Err(doomed), Err(_)) => Err(doomed.into()),
-            (Ok(()), Err(e)) => Err(Error::platform("end_capture", e)),
+            (Ok(()), Err(e)) => Err(e),
         };
         let gid = GraphId(self.next_graph);
         self.next_graph += 1;
@@ -164,14 +184,17 @@ impl<P: Platform> Inner<P> {
 
     /// Closes an open window without a graph.
     pub(crate) fn abort_capture(&mut self, sid: StreamId) -> Res<(), P> {
+        capture_of(&self.platform, "abort_capture")?;
         self.process_releases()?;
         let was_recording = self.stream(sid)?.capture.is_recording();
         let (owed, window) = self.with_stream(sid, |platform, st, evicted| -> Res<_, P> {
             let recording = st.capture.is_recording();
             st.capture.abort()?;
             if recording {
-                if let Ok(g) = platform.end_capture(&mut st.stream) {
-                    let _ = platform.destroy_graph(g);
+                if let Ok(c) = capture_of(platform, "abort_capture") {
+                    if let Ok(g) = c.end_capture(&mut st.stream) {
+                        let _ = c.destroy_graph(g);
+                    }
                 }
             }
             let owed = st.drops.set_recording(false);
@@ -222,6 +245,7 @@ impl<P: Platform> Inner<P> {
 
     /// Queues one replay of `graph` on the stream it was captured on.
     pub(crate) fn replay(&mut self, graph: &Graph) -> Res<super::Launched, P> {
+        capture_of(&self.platform, "replay")?;
         self.process_releases()?;
         if graph.device() != self.id {
             return Err(Error::UnknownGraph(graph.id()));
@@ -266,7 +290,7 @@ impl<P: Platform> Inner<P> {
         let Some(g) = gs.graph.as_ref() else {
             return Err(Error::UnknownGraph(gid));
         };
-        match platform.launch_graph(&mut st.stream, g) {
+        match capture_of(platform, "replay")?.launch_graph(&mut st.stream, g) {
             Ok(()) => {
                 self.stats.graph_replays += 1;
                 let cursor = self.sync.submit(sid)?;
@@ -290,6 +314,13 @@ impl<P: Platform> Inner<P> {
         }
     }
 
+    /// Destroys a platform graph (one exists only on a platform with capture).
+    fn destroy_platform_graph(&self, g: GraphOf<P>) -> Res<(), P> {
+        capture_of(&self.platform, "destroy_graph")?
+            .destroy_graph(g)
+            .map_err(|e| Error::platform("destroy_graph", e))
+    }
+
     /// The last handle of a graph is gone: destroy it and release its pins.
     pub(crate) fn release_graph(&mut self, gid: GraphId) -> Res<(), P> {
         let Some(mut gs) = self.graphs.remove(&gid) else {
@@ -297,10 +328,7 @@ impl<P: Platform> Inner<P> {
         };
         let sid = gs.stream;
         let destroyed = match gs.graph.take() {
-            Some(g) => self
-                .platform
-                .destroy_graph(g)
-                .map_err(|e| Error::platform("destroy_graph", e)),
+            Some(g) => self.destroy_platform_graph(g),
             None => Ok(()),
         };
         self.with_stream(sid, |_, st, evicted| {

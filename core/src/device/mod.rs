@@ -31,7 +31,7 @@ mod transfer;
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 pub use buffer::{BufferId, StaleBuffer};
 pub use config::DeviceConfig;
@@ -43,11 +43,23 @@ use crate::drop_queue::FlushPolicy;
 use crate::error::Error;
 use crate::failure::{ErrorGraph, FailureId};
 use crate::memory::{MemoryLayout, MemoryManager, MemoryReport};
-use crate::platform::{DeviceProperties, KernelSource, LaunchDims, Platform};
+use crate::platform::{Capabilities, DeviceProperties, KernelSource, LaunchDims, Platform};
 use crate::stream::{CrossPins, Phase, StreamId, StreamPool, SyncTable, WaitPlan};
 use state::Inner;
 
-static NEXT_DEVICE: AtomicU64 = AtomicU64::new(1);
+/// The next device id. Pointer-sized, not `u64`: 32-bit firmware targets
+/// (`thumbv7em`, `riscv32imac`) have no 64-bit atomics. The increment is
+/// checked, so ids never repeat; on a 32-bit target the 2^32-th device is
+/// refused with a typed error instead of reusing an id.
+static NEXT_DEVICE: AtomicUsize = AtomicUsize::new(1);
+
+/// A fresh device id, or `None` once every id was handed out.
+fn next_device_id() -> Option<u64> {
+    NEXT_DEVICE
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1))
+        .ok()
+        .map(|n| n as u64)
+}
 
 /// A GPU seen through the core. Clone it to share it (between threads when
 /// the platform's types are `Send`).
@@ -80,9 +92,12 @@ impl<P: Platform> Device<P> {
             .map_err(|e| Error::platform("host_storage", e))?;
         let host = MemoryManager::new(host_storage, MemoryLayout::for_device(&props));
         let n = config.streams as usize;
+        let id = next_device_id().ok_or(Error::InvalidArgument(
+            "device ids exhausted: this 32-bit target created 2^32 devices",
+        ))?;
         let inner = Inner {
             platform,
-            id: NEXT_DEVICE.fetch_add(1, Ordering::Relaxed),
+            id,
             layout,
             flush,
             streams: StreamPool::new(config.streams, 0),
@@ -117,6 +132,19 @@ impl<P: Platform> Device<P> {
     /// The device's properties.
     pub fn properties(&self) -> DeviceProperties {
         self.inner.lock().platform.properties()
+    }
+
+    /// What the platform offers beyond the required methods: its declared
+    /// [`Capabilities`], less [`Capabilities::GRAPH_CAPTURE`] when it
+    /// provides no [`GraphCapture`](crate::platform::GraphCapture) (the
+    /// capture calls then fail with [`Error::NotSupported`]).
+    pub fn capabilities(&self) -> Capabilities {
+        let inner = self.inner.lock();
+        let mut caps = inner.platform.capabilities();
+        if inner.platform.capture().is_none() {
+            caps.remove(Capabilities::GRAPH_CAPTURE);
+        }
+        caps
     }
 
     /// Runs `f` with the platform (e.g. the mock's checker) under the lock.
