@@ -34,7 +34,10 @@
 //!   [`begin_capture`](device::Device::begin_capture), the same calls again,
 //!   [`end_capture`](device::Device::end_capture): a
 //!   [`Graph`](device::Graph) that [`replay`](device::Device::replay) runs
-//!   again on the same buffers, with nothing allocated while recording.
+//!   again on the same buffers, with nothing allocated while recording. (A
+//!   platform without graphs declares so in its
+//!   [`Capabilities`](platform::Capabilities), and capture calls answer
+//!   [`Error::NotSupported`].)
 //! - **Taint.** A failed launch or copy does not poison the device: it
 //!   claims the bytes it would have written with a
 //!   [`FailureId`](failure::FailureId) ([`failure`]). A launch that reads
