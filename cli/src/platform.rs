@@ -25,6 +25,16 @@ impl fmt::Display for PlatformArg {
     }
 }
 
+/// Which device storage streamcore's pools use with `replay --platform hip`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum StorageArg {
+    /// Virtual memory where the device supports it, else `hipMalloc`.
+    #[default]
+    Auto,
+    /// `hipMalloc` / `hipFree`.
+    Malloc,
+}
+
 /// Whether this build can run `--platform hip` (the `hip` feature, on by
 /// default).
 pub const HIP_BUILT: bool = cfg!(feature = "hip");

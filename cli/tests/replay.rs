@@ -686,3 +686,36 @@ fn help_documents_the_layout_file_and_the_outputs() {
         assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
     }
 }
+
+#[cfg(feature = "hip")]
+#[test]
+fn hip_without_a_runtime_says_so_in_one_line() {
+    let empty = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-rocm-replay");
+    std::fs::create_dir_all(empty.join("lib")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
+        .args(["replay", "--platform", "hip"])
+        .arg(trace("two_stream_pipeline"))
+        .env("ROCM_PATH", &empty)
+        .env("HIP_PATH", &empty)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .expect("run streamcore");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.starts_with("streamcore: --platform hip: no HIP runtime found"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[cfg(not(feature = "hip"))]
+#[test]
+fn hip_in_a_build_without_it_says_so_in_one_line() {
+    let out = replay(&[&"--platform", &"hip", &trace("two_stream_pipeline")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains("built without HIP support"), "{err}");
+}

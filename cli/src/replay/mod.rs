@@ -2,6 +2,10 @@
 //! memory managers on the mock platform's counting storages, with the
 //! recorder's own figures beside ours.
 
+#[cfg(feature = "hip")]
+mod hip;
+#[cfg(feature = "hip")]
+mod hip_target;
 mod layout;
 mod output;
 mod plot;
@@ -19,6 +23,7 @@ use streamcore_mock::replay::{
     Accounting, ReplayError, ReplayOptions, Sample, StreamcoreTarget, Trace, TraceError, replay,
 };
 
+use crate::platform::{PlatformArg, StorageArg};
 use layout::{ChosenLayout, LayoutArgError};
 use output::Outcome;
 use progress::Progress;
@@ -122,6 +127,42 @@ pub struct ReplayArgs {
     /// stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+
+    /// Where to replay: the mock's counting storages, or the real device
+    /// through HIP, side by side with the driver's own pool
+    /// (`hipMallocAsync`): wall time, driver calls and peak used for each.
+    #[arg(long, value_enum, default_value_t = PlatformArg::Mock)]
+    pub platform: PlatformArg,
+
+    /// With `--platform hip`: queue a 64 KiB memset on each new allocation,
+    /// so frees meet queued work (and are fenced before reuse).
+    #[arg(long)]
+    pub touch: bool,
+
+    /// With `--platform hip`: the device storage under streamcore's pools.
+    #[arg(long, value_enum, default_value_t = StorageArg::Auto)]
+    pub storage: StorageArg,
+
+    /// With `--platform hip`: timed passes per allocator, alternating
+    /// between them (the fastest is reported).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub runs: u32,
+
+    /// With `--platform hip --touch`: a fence is recorded once this many
+    /// frees are staged (0: after every free) ...
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub fence_every: usize,
+
+    /// ... or once this many bytes are (0: after every free).
+    #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
+    pub fence_bytes: u64,
+
+    /// With `--platform hip --touch`: only poll fences. By default an
+    /// allocation that sealed frees could serve waits for the oldest fence
+    /// (the device is a few small writes behind) instead of letting the pool
+    /// grow.
+    #[arg(long)]
+    pub fence_poll_only: bool,
 }
 
 /// Why one trace could not be reported.
@@ -184,6 +225,9 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    if args.platform == PlatformArg::Hip {
+        return run_hip(args);
+    }
     let props = replay_device();
     let chosen = match layout::choose(&args.layout, &props) {
         Ok(c) => c,
@@ -234,6 +278,19 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `replay --platform hip`: the traces on the real device.
+#[cfg(feature = "hip")]
+fn run_hip(args: &ReplayArgs) -> ExitCode {
+    hip::main(args)
+}
+
+/// `replay --platform hip` in a build without HIP: says so.
+#[cfg(not(feature = "hip"))]
+fn run_hip(_: &ReplayArgs) -> ExitCode {
+    eprintln!("streamcore: {}", crate::platform::HIP_NOT_BUILT);
+    ExitCode::FAILURE
 }
 
 /// The device the replay runs on: an H200's memory, alignment and largest
