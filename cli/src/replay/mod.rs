@@ -2,6 +2,8 @@
 //! memory managers on the mock platform's counting storages, with the
 //! recorder's own figures beside ours.
 
+mod hip;
+mod hip_target;
 mod layout;
 mod output;
 mod plot;
@@ -112,6 +114,42 @@ pub struct ReplayArgs {
     /// stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+
+    /// Where to replay: the mock's counting storages, or the real device
+    /// through HIP, side by side with the driver's own pool
+    /// (`hipMallocAsync`): wall time, driver calls and peak used for each.
+    #[arg(long, value_enum, default_value_t = hip::ReplayPlatform::Mock)]
+    pub platform: hip::ReplayPlatform,
+
+    /// With `--platform hip`: queue a 64 KiB memset on each new allocation,
+    /// so frees meet queued work (and are fenced before reuse).
+    #[arg(long)]
+    pub touch: bool,
+
+    /// With `--platform hip`: the device storage under streamcore's pools.
+    #[arg(long, value_enum, default_value_t = hip::StorageArg::Auto)]
+    pub storage: hip::StorageArg,
+
+    /// With `--platform hip`: timed passes per allocator, alternating
+    /// between them (the fastest is reported).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub runs: u32,
+
+    /// With `--platform hip --touch`: a fence is recorded once this many
+    /// frees are staged (0: after every free) ...
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub fence_every: usize,
+
+    /// ... or once this many bytes are (0: after every free).
+    #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
+    pub fence_bytes: u64,
+
+    /// With `--platform hip --touch`: only poll fences. By default an
+    /// allocation that sealed frees could serve waits for the oldest fence
+    /// (the device is a few small writes behind) instead of letting the pool
+    /// grow.
+    #[arg(long)]
+    pub fence_poll_only: bool,
 }
 
 /// Why one trace could not be reported.
@@ -167,6 +205,9 @@ impl fmt::Display for TraceFailure {
 /// Runs `streamcore replay`; the exit code says whether every trace was
 /// reported.
 pub fn main(args: &ReplayArgs) -> ExitCode {
+    if args.platform == hip::ReplayPlatform::Hip {
+        return hip::main(args);
+    }
     let props = DeviceProperties {
         total_memory: TOTAL_MEMORY,
         max_page_size: MAX_PAGE,
