@@ -13,35 +13,15 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::ValueEnum;
 use streamcore::drop_queue::FlushPolicy;
-use streamcore::platform::{ErrorKind, Platform, PlatformError};
+use streamcore::platform::Platform;
 use streamcore_hip::{HipPlatform, StoragePreference};
 use streamcore_mock::replay::{Trace, TraceEvent};
 
 use super::ReplayArgs;
 use super::hip_target::{DeviceTarget, PoolTarget, StreamcoreTarget, TargetError};
 use super::layout::{self, ChosenLayout};
-
-/// Where `streamcore replay` runs the traces.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum ReplayPlatform {
-    /// The counting storages of the mock platform (no device needed).
-    #[default]
-    Mock,
-    /// The real device through HIP, side by side with `hipMallocAsync`.
-    Hip,
-}
-
-/// Which device storage streamcore's pools use with `--platform hip`.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum StorageArg {
-    /// Virtual memory where the device supports it, else `hipMalloc`.
-    #[default]
-    Auto,
-    /// `hipMalloc` / `hipFree`.
-    Malloc,
-}
+use crate::platform::{StorageArg, hip_unavailable};
 
 /// The columns every line has (the PyTorch script prints the same).
 pub const COLUMNS: &str = "trace allocator touch wall_ms driver_calls peak_used peak_live ratio";
@@ -66,12 +46,8 @@ pub struct Measured {
 pub fn main(args: &ReplayArgs) -> ExitCode {
     let platform = match HipPlatform::new() {
         Ok(p) => p,
-        Err(e) if e.kind() == ErrorKind::NotAvailable => {
-            eprintln!("SKIPPED: no HIP runtime or device ({e})");
-            return ExitCode::SUCCESS;
-        }
         Err(e) => {
-            eprintln!("streamcore: {e}");
+            eprintln!("streamcore: {}", hip_unavailable(&e));
             return ExitCode::FAILURE;
         }
     };
