@@ -11,6 +11,7 @@ pub mod harness;
 pub mod hip;
 pub mod kernels;
 pub mod mock;
+pub mod paced;
 pub mod scenarios;
 
 pub use harness::{Capability, Harness, Setup, Skip};

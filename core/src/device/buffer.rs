@@ -114,6 +114,23 @@ impl<H: Copy> BufferTable<H> {
         }
     }
 
+    /// Tracks uses by streams `0..streams` (never shrinks): every live and
+    /// spare use vector grows now, so marking a use never allocates.
+    pub fn grow(&mut self, streams: usize) {
+        if streams <= self.streams {
+            return;
+        }
+        self.streams = streams;
+        for e in &mut self.entries {
+            if let Some(slot) = e.slot.as_mut() {
+                slot.last_use.resize(streams, 0);
+            }
+            if e.spare_uses.capacity() < streams {
+                e.spare_uses.reserve(streams - e.spare_uses.len());
+            }
+        }
+    }
+
     /// Number of live buffers.
     pub fn live(&self) -> usize {
         self.live

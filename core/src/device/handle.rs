@@ -6,6 +6,7 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use super::buffer::BufferId;
 use crate::platform::Access;
@@ -15,9 +16,34 @@ use crate::stream::StreamId;
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GraphId(pub u64);
 
-/// Identifies a kernel loaded on a device.
+/// Identifies a kernel loaded on a device: the device that loaded it and
+/// its index there. Any other device refuses it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KernelId(pub u32);
+pub struct KernelId {
+    device: u64,
+    index: u32,
+}
+
+impl KernelId {
+    pub(crate) const fn new(device: u64, index: u32) -> Self {
+        Self { device, index }
+    }
+
+    /// The kernel's index among the kernels its device loaded (in load order).
+    pub const fn index(self) -> u32 {
+        self.index
+    }
+
+    pub(crate) const fn device(self) -> u64 {
+        self.device
+    }
+}
+
+impl fmt::Display for KernelId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "kernel #{} of device {}", self.index, self.device)
+    }
+}
 
 /// Ids whose last handle was dropped, waiting for the device to release them.
 #[derive(Debug, Default)]
@@ -26,7 +52,47 @@ pub(crate) struct Releases {
     pub(crate) graphs: Vec<GraphId>,
 }
 
-pub(crate) type ReleaseQueue = spin::Mutex<Releases>;
+/// The queue handles push their ids on when dropped. It has its own small
+/// lock (a drop never takes the device lock) and a flag the device reads
+/// without locking, so an operation with nothing to release touches no
+/// shared lock.
+#[derive(Debug, Default)]
+pub(crate) struct ReleaseQueue {
+    queue: spin::Mutex<Releases>,
+    pending: AtomicBool,
+}
+
+impl ReleaseQueue {
+    fn push(&self, f: impl FnOnce(&mut Releases)) {
+        let mut q = self.queue.lock();
+        f(&mut q);
+        self.pending.store(true, Ordering::Release);
+    }
+
+    /// Whether ids may be waiting (cheap; no lock).
+    pub(crate) fn is_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// Swaps the queued ids into `buffers` and `graphs` (which must be
+    /// empty; their capacity is kept for the next swap). Returns whether
+    /// anything was queued.
+    pub(crate) fn take(&self, buffers: &mut Vec<BufferId>, graphs: &mut Vec<GraphId>) -> bool {
+        let mut q = self.queue.lock();
+        self.pending.store(false, Ordering::Relaxed);
+        if q.buffers.is_empty() && q.graphs.is_empty() {
+            return false;
+        }
+        core::mem::swap(&mut q.buffers, buffers);
+        core::mem::swap(&mut q.graphs, graphs);
+        true
+    }
+
+    /// Whether no buffer id is queued.
+    pub(crate) fn no_buffers(&self) -> bool {
+        self.queue.lock().buffers.is_empty()
+    }
+}
 
 struct BufferInner {
     id: BufferId,
@@ -38,7 +104,8 @@ struct BufferInner {
 
 impl Drop for BufferInner {
     fn drop(&mut self) {
-        self.releases.lock().buffers.push(self.id);
+        let id = self.id;
+        self.releases.push(|q| q.buffers.push(id));
     }
 }
 
@@ -140,7 +207,8 @@ struct GraphInner {
 
 impl Drop for GraphInner {
     fn drop(&mut self) {
-        self.releases.lock().graphs.push(self.id);
+        let id = self.id;
+        self.releases.push(|q| q.graphs.push(id));
     }
 }
 
