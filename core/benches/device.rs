@@ -24,6 +24,7 @@ fn device() -> (Device<Null>, KernelId) {
         .load_kernel(&KernelSource {
             name: "k",
             source: "",
+            bindings: 3,
         })
         .unwrap();
     (d, k)

@@ -12,6 +12,10 @@
 
 use core::fmt;
 
+mod terms;
+
+pub use terms::{CallCost, ResizableTerms, StorageCosts, StorageTerms};
+
 /// Identifies one page handed out by a [`Storage`].
 ///
 /// The meaning of the number belongs to the storage (a device address for
@@ -102,6 +106,13 @@ pub struct KernelSource<'a> {
     /// Source text for platforms that compile (HIP C++ for `platform-hip`);
     /// platforms that do not compile may ignore it.
     pub source: &'a str,
+    /// How many bindings every launch of the kernel passes — its parameter
+    /// count under a platform's launch ABI (the info buffer the device adds
+    /// for non-empty info words included). A platform that passes bindings
+    /// as kernel parameters refuses a launch with any other count
+    /// ([`Platform::launch`]), so a kernel never reads a parameter it was
+    /// not given.
+    pub bindings: usize,
 }
 
 /// Static facts about the device, read once by the core.
@@ -162,6 +173,33 @@ pub trait PlatformError: fmt::Debug + fmt::Display {
 ///   stays valid for work already queued until the next `flush` (which may
 ///   release it, after whatever synchronization the platform needs).
 /// - ids passed to `dealloc` are never reused by `alloc` before that `flush`.
+/// - [`terms`](Storage::terms) states what the storage really charges and
+///   what its calls cost, and does not change over the storage's life.
+///
+/// # Resizable pages (virtual memory)
+///
+/// A storage whose [`StorageTerms::resizable`] is `Some` also serves
+/// *reservations*: [`reserve`](Storage::reserve) takes an address range with
+/// no memory behind it, [`commit`](Storage::commit) backs a chunk of it
+/// with physical memory, [`decommit`](Storage::decommit) gives a chunk back
+/// in place. Offsets and lengths are whole multiples of
+/// [`ResizableTerms::granularity`]. The core, for its part, guarantees:
+/// - it commits only ranges of a live reservation that overlap no committed
+///   chunk, and never while the manager's own stream is recording a capture
+///   (exactly where it would not `alloc`);
+/// - it decommits exactly one earlier commit (same offset and length), only
+///   once no queued work touches those bytes and none can (every slice carved
+///   from them was freed, and the device frees slices through fence-gated
+///   drop queues), and never while any stream of the device records a capture
+///   (while flushes are held): the storage MAY unmap at once, without
+///   synchronizing the device;
+/// - it passes a reservation to `dealloc` only once every chunk of it is
+///   decommitted; its address range is freed at the next `flush`, which needs
+///   no synchronization for it.
+///
+/// The defaults serve storages without virtual memory: `reserve` is `alloc`
+/// (a page backed from the start), `commit` and `decommit` do nothing. The
+/// core only calls them when `terms().resizable` is `Some`.
 pub trait Storage {
     /// The platform's error.
     type Error: PlatformError;
@@ -177,6 +215,39 @@ pub trait Storage {
 
     /// Releases every page passed to `dealloc` since the last flush.
     fn flush(&mut self) -> Result<(), Self::Error>;
+
+    /// What the storage charges and what its calls cost. Read once, when a
+    /// memory manager is built over the storage. The default:
+    /// [`StorageTerms::plain`] of the alignment (exact sizes, unknown costs,
+    /// no resizable pages).
+    fn terms(&self) -> StorageTerms {
+        StorageTerms::plain(self.alignment())
+    }
+
+    /// Reserves an address range of `size` bytes (a multiple of the
+    /// resizable granularity, at most [`ResizableTerms::max_reservation`])
+    /// with nothing committed; its id is not the id of any other live page
+    /// or reservation, its start is aligned to the granularity. On
+    /// exhaustion of addresses: [`ErrorKind::OutOfMemory`], nothing changed.
+    fn reserve(&mut self, size: u64) -> Result<PageId, Self::Error> {
+        self.alloc(size)
+    }
+
+    /// Backs `len` bytes at `offset` of reservation `page` with memory that
+    /// every stream of the platform may use once this returns. On exhaustion:
+    /// [`ErrorKind::OutOfMemory`], nothing changed.
+    fn commit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), Self::Error> {
+        let _ = (page, offset, len);
+        Ok(())
+    }
+
+    /// Gives back the chunk committed at `offset` (`len` bytes) of
+    /// reservation `page`, at once (see the guarantees above). On an error
+    /// the chunk stays committed and usable.
+    fn decommit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), Self::Error> {
+        let _ = (page, offset, len);
+        Ok(())
+    }
 }
 
 /// Pinned host memory the host can read and write directly; the staging area
@@ -283,6 +354,12 @@ pub trait Platform {
     /// Queues a kernel launch on `stream`. The kernel touches only the bytes
     /// of `bindings`, as their [`Access`] says. An error means the launch was
     /// not queued, or (for drivers that report it) that it failed.
+    ///
+    /// A platform that passes bindings to the driver MUST refuse, with an
+    /// [`ErrorKind::InvalidValue`] error and nothing queued, a launch whose
+    /// binding count differs from the kernel's declared
+    /// [`KernelSource::bindings`], and every binding whose range is not
+    /// inside a live page of one of its device storages.
     fn launch(
         &self,
         stream: &mut Self::Stream,

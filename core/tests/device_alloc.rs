@@ -19,6 +19,7 @@ fn warm_launch_loop_allocates_nothing() {
         .load_kernel(&KernelSource {
             name: "k",
             source: "",
+            bindings: 3,
         })
         .unwrap();
     let (s0, s1) = (StreamId(0), StreamId(1));

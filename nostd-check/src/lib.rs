@@ -81,6 +81,7 @@ fn device_round_trip() -> Option<()> {
         .load_kernel(&KernelSource {
             name: "k",
             source: "",
+            bindings: 3,
         })
         .ok()?;
     let (s0, s1) = (StreamId(0), StreamId(1));

@@ -47,6 +47,7 @@ const ADD: KernelSource<'static> = KernelSource {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < info[0]) out[i] = a[i] + b[i];
 }"#,
+    bindings: 4,
 };
 
 const INC: KernelSource<'static> = KernelSource {
@@ -55,6 +56,7 @@ const INC: KernelSource<'static> = KernelSource {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < info[0]) x[i] += 1u;
 }"#,
+    bindings: 2,
 };
 
 const FILL: KernelSource<'static> = KernelSource {
@@ -63,6 +65,7 @@ const FILL: KernelSource<'static> = KernelSource {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < info[0]) out[i] = (unsigned int)info[1];
 }"#,
+    bindings: 2,
 };
 
 const ACC: KernelSource<'static> = KernelSource {
@@ -71,6 +74,7 @@ const ACC: KernelSource<'static> = KernelSource {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < info[0]) acc[i] += x[i];
 }"#,
+    bindings: 3,
 };
 
 fn dims() -> LaunchDims {

@@ -38,6 +38,8 @@ pub const MAX_BINDINGS: usize = 64;
 pub struct HipKernel {
     module: hip::hipModule_t,
     function: hip::hipFunction_t,
+    /// The parameter count declared at load ([`KernelSource::bindings`]).
+    bindings: usize,
 }
 
 // SAFETY: module and function handles are process-wide objects that HIP lets
@@ -145,6 +147,7 @@ impl HipKernel {
         let mut kernel = Self {
             module,
             function: ptr::null_mut(),
+            bindings: source.bindings,
         };
         // SAFETY: the module is live; `function` is a valid out-pointer and
         // `name` a NUL-terminated string.
@@ -154,6 +157,11 @@ impl HipKernel {
         check("hipModuleGetFunction", status)
             .map_err(|e| e.with_detail(source.name).in_kernel_context())?;
         Ok(kernel)
+    }
+
+    /// The number of bindings every launch passes, as declared at load.
+    pub fn bindings(&self) -> usize {
+        self.bindings
     }
 
     /// Queues one launch on `stream`; see the module docs for the ABI.

@@ -125,6 +125,7 @@ fn a_lost_device_fails_every_later_call() {
     let fill = f.inner().load_kernel(&streamcore::platform::KernelSource {
         name: "fill",
         source: "",
+        bindings: 1,
     });
     assert!(fill.is_ok(), "the inner platform is untouched");
     let results = [
@@ -140,6 +141,7 @@ fn a_lost_device_fails_every_later_call() {
         f.load_kernel(&streamcore::platform::KernelSource {
             name: "fill",
             source: "",
+            bindings: 1,
         })
         .map(|_| ())
         .unwrap_err()

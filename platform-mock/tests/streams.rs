@@ -181,6 +181,7 @@ fn unknown_kernels_and_bad_arguments_are_typed_errors() {
         .load_kernel(&streamcore::platform::KernelSource {
             name: "nope",
             source: "__global__ void nope() {}",
+            bindings: 0,
         })
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Kernel);

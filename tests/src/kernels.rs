@@ -13,6 +13,7 @@ pub const FILL: KernelSource<'static> = KernelSource {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < info[0]) out[i] = (unsigned int)info[1];
 }"#,
+    bindings: 2,
 };
 
 /// `out[i] = a[i] + b[i]`.
@@ -22,6 +23,7 @@ pub const ADD: KernelSource<'static> = KernelSource {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < info[0]) out[i] = a[i] + b[i];
 }"#,
+    bindings: 4,
 };
 
 /// `out[i] = x[i] * info[1]`.
@@ -31,6 +33,7 @@ pub const SCALE: KernelSource<'static> = KernelSource {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < info[0]) out[i] = x[i] * (unsigned int)info[1];
 }"#,
+    bindings: 3,
 };
 
 /// Like [`SCALE`], under another name: the kernel fault injection fails.
@@ -40,6 +43,7 @@ pub const FLAKY: KernelSource<'static> = KernelSource {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < info[0]) out[i] = x[i] * (unsigned int)info[1];
 }"#,
+    bindings: 3,
 };
 
 /// Every kernel of the suite.

@@ -8,6 +8,8 @@ use streamcore::platform::{
 };
 use streamcore_hip::{HipHostStorage, HipPlatform};
 
+use crate::runner::Skip;
+
 /// Prints a line the test harness does not capture (it writes to the
 /// process's stderr directly, not through `eprintln!`).
 pub fn visible(line: &str) {
@@ -15,16 +17,23 @@ pub fn visible(line: &str) {
     let _ = writeln!(err, "{line}");
 }
 
-/// The platform over device 0, or `None` after printing `SKIPPED: …` when no
-/// runtime or no device is present. Any other constructor error fails.
-pub fn platform_or_skip(test: &str) -> Option<HipPlatform> {
-    match HipPlatform::new() {
-        Ok(platform) => Some(platform),
-        Err(e) if e.kind() == ErrorKind::NotAvailable => {
-            visible(&format!("SKIPPED: {test}: no HIP runtime or device ({e})"));
-            None
-        }
-        Err(e) => panic!("{test}: HipPlatform::new failed unexpectedly: {e}"),
+/// The platform over device 0, or the reason to skip when no runtime or no
+/// device is present. Any other constructor error fails the test.
+pub fn platform_or_skip() -> Result<HipPlatform, Skip> {
+    platform_on(0)
+}
+
+/// The platform over device `ordinal`, or the reason to skip when there is
+/// no runtime or no such device.
+pub fn platform_on(ordinal: i32) -> Result<HipPlatform, Skip> {
+    match HipPlatform::with_device(ordinal) {
+        Ok(platform) => Ok(platform),
+        Err(e) if e.kind() == ErrorKind::NotAvailable => Err(Skip(format!(
+            "no HIP runtime or no device {ordinal} ({}: {})",
+            e.call(),
+            e.name()
+        ))),
+        Err(e) => panic!("HipPlatform::with_device({ordinal}) failed unexpectedly: {e}"),
     }
 }
 

@@ -4,12 +4,10 @@ use streamcore::platform::{DeviceRange, ErrorKind, HostStorage, Platform, Platfo
 
 use crate::common::{drain, host_page, host_range, platform_or_skip, to_words, words};
 use crate::kernel::{ADD, add_bindings, add_dims};
+use crate::runner::Outcome;
 
-#[test]
-fn captured_graph_replays_with_fresh_inputs() {
-    let Some(platform) = platform_or_skip("captured_graph_replays_with_fresh_inputs") else {
-        return;
-    };
+pub fn captured_graph_replays_with_fresh_inputs() -> Outcome {
+    let platform = platform_or_skip()?;
     let n: u64 = 4099;
     let bytes = n * 4;
     let kernel = platform.load_kernel(&ADD).unwrap();
@@ -74,14 +72,11 @@ fn captured_graph_replays_with_fresh_inputs() {
         }
     }
     platform.destroy_graph(graph).unwrap();
+    Ok(())
 }
 
-#[test]
-fn host_sync_during_capture_is_refused_and_invalidates_it() {
-    let Some(platform) = platform_or_skip("host_sync_during_capture_is_refused_and_invalidates_it")
-    else {
-        return;
-    };
+pub fn host_sync_during_capture_is_refused_and_invalidates_it() -> Outcome {
+    let platform = platform_or_skip()?;
     let mut host = platform.host_storage().unwrap();
     let mut device = platform.device_storage().unwrap();
     let mut other = platform.create_stream().unwrap();
@@ -113,13 +108,11 @@ fn host_sync_during_capture_is_refused_and_invalidates_it() {
         .copy_to_host(&mut stream, whole, host_range(h, 0, 4096))
         .unwrap();
     drain(&platform, &mut stream);
+    Ok(())
 }
 
-#[test]
-fn capture_calls_out_of_order_are_rejected() {
-    let Some(platform) = platform_or_skip("capture_calls_out_of_order_are_rejected") else {
-        return;
-    };
+pub fn capture_calls_out_of_order_are_rejected() -> Outcome {
+    let platform = platform_or_skip()?;
     let mut stream = platform.create_stream().unwrap();
     let err = platform.end_capture(&mut stream).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidValue, "{err}");
@@ -131,13 +124,11 @@ fn capture_calls_out_of_order_are_rejected() {
     platform.launch_graph(&mut stream, &graph).unwrap();
     drain(&platform, &mut stream);
     platform.destroy_graph(graph).unwrap();
+    Ok(())
 }
 
-#[test]
-fn dropping_a_capturing_stream_ends_its_capture() {
-    let Some(platform) = platform_or_skip("dropping_a_capturing_stream_ends_its_capture") else {
-        return;
-    };
+pub fn dropping_a_capturing_stream_ends_its_capture() -> Outcome {
+    let platform = platform_or_skip()?;
     let mut stream = platform.create_stream().unwrap();
     platform.begin_capture(&mut stream).unwrap();
     assert!(platform.is_capturing());
@@ -145,13 +136,11 @@ fn dropping_a_capturing_stream_ends_its_capture() {
     assert!(!platform.is_capturing());
     let mut fresh = platform.create_stream().unwrap();
     drain(&platform, &mut fresh);
+    Ok(())
 }
 
-#[test]
-fn storage_flush_during_capture_is_deferred() {
-    let Some(platform) = platform_or_skip("storage_flush_during_capture_is_deferred") else {
-        return;
-    };
+pub fn storage_flush_during_capture_is_deferred() -> Outcome {
+    let platform = platform_or_skip()?;
     let mut device = platform.device_storage().unwrap();
     let page = device.alloc(4096).unwrap();
     device.dealloc(page);
@@ -174,4 +163,5 @@ fn storage_flush_during_capture_is_deferred() {
     device.flush().unwrap();
     assert_eq!(device.pending_pages(), 0);
     platform.destroy_graph(graph).unwrap();
+    Ok(())
 }

@@ -7,6 +7,7 @@ use streamcore::platform::{
 use streamcore_hip::{HipPlatform, Origin};
 
 use crate::common::{drain, host_page, host_range, platform_or_skip, to_words, words};
+use crate::runner::Outcome;
 
 /// `out[i] = a[i] + b[i]` for `i < info[0]`; bindings: a, b, out, info.
 pub const ADD: KernelSource<'static> = KernelSource {
@@ -20,6 +21,7 @@ extern "C" __global__ void add_u32(const unsigned int* a, const unsigned int* b,
     }
 }
 "#,
+    bindings: 4,
 };
 
 /// Bindings for [`ADD`] over `n` words laid out in one device page:
@@ -51,11 +53,8 @@ pub fn add_dims(n: u64) -> LaunchDims {
     LaunchDims::linear(n.div_ceil(256) as u32, 256)
 }
 
-#[test]
-fn kernel_from_source_adds_two_buffers() {
-    let Some(platform) = platform_or_skip("kernel_from_source_adds_two_buffers") else {
-        return;
-    };
+pub fn kernel_from_source_adds_two_buffers() -> Outcome {
+    let platform = platform_or_skip()?;
     let n: u64 = (1 << 20) + 3; // not a multiple of the block size
     let bytes = n * 4;
     let kernel = platform.load_kernel(&ADD).unwrap();
@@ -97,16 +96,15 @@ fn kernel_from_source_adds_two_buffers() {
     for (i, &s) in sums.iter().enumerate() {
         assert_eq!(s, 4 * i as u32 + 7, "word {i}");
     }
+    Ok(())
 }
 
-#[test]
-fn compile_errors_are_typed_with_the_log() {
-    let Some(platform) = platform_or_skip("compile_errors_are_typed_with_the_log") else {
-        return;
-    };
+pub fn compile_errors_are_typed_with_the_log() -> Outcome {
+    let platform = platform_or_skip()?;
     let broken = KernelSource {
         name: "broken",
         source: "extern \"C\" __global__ void broken(int* p) { p[0] = undeclared_thing; }",
+        bindings: 1,
     };
     let err = load_err(&platform, &broken);
     assert_eq!(err.kind(), ErrorKind::Kernel, "{err}");
@@ -118,28 +116,25 @@ fn compile_errors_are_typed_with_the_log() {
         log.contains("undeclared_thing"),
         "log should name the culprit: {log}"
     );
+    Ok(())
 }
 
-#[test]
-fn a_missing_entry_point_is_typed() {
-    let Some(platform) = platform_or_skip("a_missing_entry_point_is_typed") else {
-        return;
-    };
+pub fn a_missing_entry_point_is_typed() -> Outcome {
+    let platform = platform_or_skip()?;
     let wrong_name = KernelSource {
         name: "not_there",
         source: ADD.source,
+        bindings: 4,
     };
     let err = load_err(&platform, &wrong_name);
     assert_eq!(err.kind(), ErrorKind::Kernel, "{err}");
     assert_eq!(err.call(), "hipModuleGetFunction");
     assert_eq!(err.origin(), Origin::Hip);
+    Ok(())
 }
 
-#[test]
-fn too_many_bindings_are_refused() {
-    let Some(platform) = platform_or_skip("too_many_bindings_are_refused") else {
-        return;
-    };
+pub fn too_many_bindings_are_refused() -> Outcome {
+    let platform = platform_or_skip()?;
     let kernel = platform.load_kernel(&ADD).unwrap();
     let mut stream = platform.create_stream().unwrap();
     let mut device = platform.device_storage().unwrap();
@@ -157,6 +152,7 @@ fn too_many_bindings_are_refused() {
         .launch(&mut stream, &kernel, add_dims(1), &many)
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidValue);
+    Ok(())
 }
 
 fn load_err(platform: &HipPlatform, source: &KernelSource<'_>) -> streamcore_hip::HipError {

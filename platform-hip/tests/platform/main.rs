@@ -1,13 +1,42 @@
 //! Platform-level tests of `streamcore-hip` on a real (or HIP-on-CUDA)
-//! device. Without a runtime or device each test prints a visible
-//! `SKIPPED: <reason>` line on stderr and returns without asserting anything
-//! about the device; the constructor's `NotAvailable` path is tested by
-//! `not_available`, which runs everywhere.
+//! device, under a runner of their own (`runner.rs`): without a runtime or
+//! device each device test reports `SKIPPED: <reason>` and is counted as
+//! skipped, never as passed. The constructor's `NotAvailable` path is
+//! tested by `not_available`, which runs everywhere.
 
 mod common;
 mod graph;
 mod kernel;
 mod not_available;
+mod runner;
 mod smoke;
 mod sticky;
 mod storage;
+
+fn main() -> std::process::ExitCode {
+    runner::main(tests![
+        not_available::constructor_without_runtime_is_not_available,
+        not_available::error_kind_is_what_the_core_matches_on,
+        not_available::device_tests_without_runtime_count_as_skipped,
+        smoke::properties_come_from_the_driver,
+        smoke::events_pass_and_stay_passed,
+        smoke::round_trip_through_device_with_offsets,
+        smoke::wait_orders_work_across_streams,
+        storage::device_pages_are_distinct_aligned_and_freed_on_flush,
+        storage::out_of_memory_is_typed_and_changes_nothing,
+        storage::host_pages_refuse_out_of_range_access,
+        storage::copies_refuse_host_ranges_outside_live_pages_and_mismatched_lengths,
+        kernel::kernel_from_source_adds_two_buffers,
+        kernel::compile_errors_are_typed_with_the_log,
+        kernel::a_missing_entry_point_is_typed,
+        kernel::too_many_bindings_are_refused,
+        graph::captured_graph_replays_with_fresh_inputs,
+        graph::host_sync_during_capture_is_refused_and_invalidates_it,
+        graph::capture_calls_out_of_order_are_rejected,
+        graph::dropping_a_capturing_stream_ends_its_capture,
+        graph::storage_flush_during_capture_is_deferred,
+        sticky::sticky_error_stays_in_the_child;
+        not_available::child_constructor_without_runtime,
+        sticky::child_illegal_address,
+    ])
+}

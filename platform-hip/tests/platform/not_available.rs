@@ -6,11 +6,11 @@
 use streamcore::platform::PlatformError;
 use streamcore_hip::HipPlatform;
 
-use crate::common::{reports, run_child, visible};
+use crate::common::{reports, run_child};
+use crate::runner::{Outcome, Skip};
 
-#[test]
-#[ignore = "run by `constructor_without_runtime_is_not_available` in a child process"]
-fn child_constructor_without_runtime() {
+/// Run by `constructor_without_runtime_is_not_available` in a child process.
+pub fn child_constructor_without_runtime() -> Outcome {
     match HipPlatform::new() {
         Ok(platform) => println!("CHILD-REPORT constructed {}", platform.device_name()),
         Err(e) => {
@@ -23,10 +23,10 @@ fn child_constructor_without_runtime() {
             println!("CHILD-REPORT display {e}");
         }
     }
+    Ok(())
 }
 
-#[test]
-fn constructor_without_runtime_is_not_available() {
+pub fn constructor_without_runtime_is_not_available() -> Outcome {
     let empty =
         std::env::temp_dir().join(format!("streamcore-hip-empty-rocm-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
@@ -40,11 +40,9 @@ fn constructor_without_runtime_is_not_available() {
     let lines = reports(&output);
     assert!(output.status.success(), "child failed: {output:?}");
     if let Some(line) = lines.iter().find(|l| l.starts_with("constructed")) {
-        visible(&format!(
-            "SKIPPED: constructor_without_runtime_is_not_available: a HIP runtime is installed \
-             system-wide, an empty ROCM_PATH cannot hide it ({line})"
-        ));
-        return;
+        return Err(Skip(format!(
+            "a HIP runtime is installed system-wide, an empty ROCM_PATH cannot hide it ({line})"
+        )));
     }
     assert!(
         lines
@@ -57,10 +55,10 @@ fn constructor_without_runtime_is_not_available() {
             .iter()
             .any(|l| l.starts_with("display ") && l.contains("NotAvailable"))
     );
+    Ok(())
 }
 
-#[test]
-fn error_kind_is_what_the_core_matches_on() {
+pub fn error_kind_is_what_the_core_matches_on() -> Outcome {
     // The classification the core relies on, without a device.
     use streamcore::platform::ErrorKind;
     use streamcore_hip::kind_of_hip_code;
@@ -69,4 +67,51 @@ fn error_kind_is_what_the_core_matches_on() {
     assert_eq!(kind_of_hip_code(901), ErrorKind::CaptureInvalidated);
     assert_eq!(kind_of_hip_code(100), ErrorKind::NotAvailable);
     let _: fn(&streamcore_hip::HipError) -> ErrorKind = PlatformError::kind;
+    Ok(())
+}
+
+/// The number written just before `word` in `text` ("3 passed" → 3).
+fn count_before(text: &str, word: &str) -> Option<u64> {
+    let at = text.find(&format!(" {word}"))?;
+    let digits: String = text[..at]
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.chars().rev().collect::<String>().parse().ok()
+}
+
+pub fn device_tests_without_runtime_count_as_skipped() -> Outcome {
+    // A device test run with no runtime reachable must say SKIPPED and be
+    // counted as skipped in the binary's summary, never as passed.
+    let empty =
+        std::env::temp_dir().join(format!("streamcore-hip-empty-skip-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let exe = std::env::current_exe().expect("current test binary");
+    let output = std::process::Command::new(exe)
+        .args(["smoke::properties_come_from_the_driver", "--exact"])
+        .env("ROCM_PATH", &empty)
+        .env_remove("HIP_PATH")
+        .output()
+        .expect("spawn the test binary");
+    let _ = std::fs::remove_dir_all(&empty);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !stdout.contains("SKIPPED") && !stderr.contains("SKIPPED") {
+        return Err(Skip(
+            "a HIP runtime is installed system-wide, an empty ROCM_PATH cannot hide it".into(),
+        ));
+    }
+    assert!(output.status.success(), "child failed: {output:?}");
+    assert_eq!(
+        count_before(&stdout, "passed"),
+        Some(0),
+        "a skipped test was counted as passed:\n{stdout}"
+    );
+    assert_eq!(
+        count_before(&stdout, "skipped"),
+        Some(1),
+        "the skip was not counted:\n{stdout}"
+    );
+    Ok(())
 }

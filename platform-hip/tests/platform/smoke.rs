@@ -4,12 +4,10 @@ use streamcore::platform::HostStorage;
 use streamcore::platform::{DeviceRange, Platform, Storage};
 
 use crate::common::{drain, host_page, host_range, platform_or_skip, visible, words};
+use crate::runner::Outcome;
 
-#[test]
-fn properties_come_from_the_driver() {
-    let Some(platform) = platform_or_skip("properties_come_from_the_driver") else {
-        return;
-    };
+pub fn properties_come_from_the_driver() -> Outcome {
+    let platform = platform_or_skip()?;
     let p = platform.properties();
     visible(&format!(
         "device {}: {} bytes, max page {}, alignment {}, integrated {}",
@@ -32,13 +30,11 @@ fn properties_come_from_the_driver() {
     {
         assert!(!p.integrated, "{name} is a discrete GPU");
     }
+    Ok(())
 }
 
-#[test]
-fn events_pass_and_stay_passed() {
-    let Some(platform) = platform_or_skip("events_pass_and_stay_passed") else {
-        return;
-    };
+pub fn events_pass_and_stay_passed() -> Outcome {
+    let platform = platform_or_skip()?;
     let mut stream = platform.create_stream().unwrap();
     let event = platform.record(&mut stream).unwrap();
     platform.synchronize(&event).unwrap();
@@ -56,13 +52,11 @@ fn events_pass_and_stay_passed() {
     }
     drop(event);
     drop(second);
+    Ok(())
 }
 
-#[test]
-fn round_trip_through_device_with_offsets() {
-    let Some(platform) = platform_or_skip("round_trip_through_device_with_offsets") else {
-        return;
-    };
+pub fn round_trip_through_device_with_offsets() -> Outcome {
+    let platform = platform_or_skip()?;
     let len = 1 << 20;
     let mut host = platform.host_storage().unwrap();
     let mut device = platform.device_storage().unwrap();
@@ -97,13 +91,11 @@ fn round_trip_through_device_with_offsets() {
     let mut back = vec![0u8; len];
     host.read(out, 0, &mut back).unwrap();
     assert!(back == input[100..], "bytes changed on the round trip");
+    Ok(())
 }
 
-#[test]
-fn wait_orders_work_across_streams() {
-    let Some(platform) = platform_or_skip("wait_orders_work_across_streams") else {
-        return;
-    };
+pub fn wait_orders_work_across_streams() -> Outcome {
+    let platform = platform_or_skip()?;
     let len: usize = 64 << 20;
     let mut host = platform.host_storage().unwrap();
     let mut device = platform.device_storage().unwrap();
@@ -141,4 +133,5 @@ fn wait_orders_work_across_streams() {
         back == input,
         "the consumer read before the producer's copy landed"
     );
+    Ok(())
 }

@@ -6,6 +6,7 @@ use streamcore::platform::{
 };
 
 use crate::common::{platform_or_skip, reports, run_child, visible};
+use crate::runner::Outcome;
 
 const POKE: KernelSource<'static> = KernelSource {
     name: "poke",
@@ -14,15 +15,12 @@ extern "C" __global__ void poke(unsigned int* p) {
     p[threadIdx.x] = 0xabcdu;
 }
 "#,
+    bindings: 1,
 };
 
-#[test]
-#[ignore = "run by `sticky_error_stays_in_the_child` in a child process"]
-fn child_illegal_address() {
-    let Some(platform) = platform_or_skip("child_illegal_address") else {
-        println!("CHILD-REPORT skipped");
-        return;
-    };
+/// Run by `sticky_error_stays_in_the_child` in a child process.
+pub fn child_illegal_address() -> Outcome {
+    let platform = platform_or_skip().inspect_err(|_| println!("CHILD-REPORT skipped"))?;
     let kernel = platform.load_kernel(&POKE).expect("compile poke");
     let mut stream = platform.create_stream().expect("stream");
     // Address 0x10 is never mapped on the device.
@@ -58,13 +56,11 @@ fn child_illegal_address() {
         Ok(()) => println!("CHILD-REPORT after ok"),
         Err(e) => println!("CHILD-REPORT after kind={:?} name={}", e.kind(), e.name()),
     }
+    Ok(())
 }
 
-#[test]
-fn sticky_error_stays_in_the_child() {
-    let Some(_platform) = platform_or_skip("sticky_error_stays_in_the_child") else {
-        return;
-    };
+pub fn sticky_error_stays_in_the_child() -> Outcome {
+    let _platform = platform_or_skip()?;
     let output = run_child("sticky::child_illegal_address", &[], &[]);
     let lines = reports(&output);
     visible(&format!(
@@ -96,10 +92,10 @@ fn sticky_error_stays_in_the_child() {
         ),
     }
     // The parent's own device state is untouched.
-    let platform =
-        platform_or_skip("sticky_error_stays_in_the_child (parent)").expect("parent platform");
+    let platform = platform_or_skip().expect("parent platform");
     let mut stream = platform.create_stream().unwrap();
     let event = platform.record(&mut stream).unwrap();
     platform.synchronize(&event).unwrap();
     assert!(platform.query(&event).unwrap());
+    Ok(())
 }

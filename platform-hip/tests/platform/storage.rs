@@ -5,13 +5,10 @@ use streamcore::platform::{
 };
 
 use crate::common::{host_range, platform_or_skip};
+use crate::runner::Outcome;
 
-#[test]
-fn device_pages_are_distinct_aligned_and_freed_on_flush() {
-    let Some(platform) = platform_or_skip("device_pages_are_distinct_aligned_and_freed_on_flush")
-    else {
-        return;
-    };
+pub fn device_pages_are_distinct_aligned_and_freed_on_flush() -> Outcome {
+    let platform = platform_or_skip()?;
     let mut device = platform.device_storage().unwrap();
     let align = device.alignment();
     let pages: Vec<PageId> = (0..4).map(|_| device.alloc(1 << 20).unwrap()).collect();
@@ -26,13 +23,11 @@ fn device_pages_are_distinct_aligned_and_freed_on_flush() {
     assert_eq!(device.live_bytes(), 2 << 20);
     device.flush().unwrap();
     assert_eq!(device.pending_pages(), 0);
+    Ok(())
 }
 
-#[test]
-fn out_of_memory_is_typed_and_changes_nothing() {
-    let Some(platform) = platform_or_skip("out_of_memory_is_typed_and_changes_nothing") else {
-        return;
-    };
+pub fn out_of_memory_is_typed_and_changes_nothing() -> Outcome {
+    let platform = platform_or_skip()?;
     let mut device = platform.device_storage().unwrap();
     let before = device.live_bytes();
     let err = device.alloc(1 << 50).expect_err("a petabyte cannot fit");
@@ -44,13 +39,11 @@ fn out_of_memory_is_typed_and_changes_nothing() {
     let page = device.alloc(4096).unwrap();
     device.dealloc(page);
     device.flush().unwrap();
+    Ok(())
 }
 
-#[test]
-fn host_pages_refuse_out_of_range_access() {
-    let Some(platform) = platform_or_skip("host_pages_refuse_out_of_range_access") else {
-        return;
-    };
+pub fn host_pages_refuse_out_of_range_access() -> Outcome {
+    let platform = platform_or_skip()?;
     let mut host = platform.host_storage().unwrap();
     let page = host.alloc(4096).unwrap();
     host.write(page, 4000, &[7u8; 96]).unwrap();
@@ -71,15 +64,11 @@ fn host_pages_refuse_out_of_range_access() {
         ErrorKind::InvalidValue
     );
     host.flush().unwrap();
+    Ok(())
 }
 
-#[test]
-fn copies_refuse_host_ranges_outside_live_pages_and_mismatched_lengths() {
-    let Some(platform) =
-        platform_or_skip("copies_refuse_host_ranges_outside_live_pages_and_mismatched_lengths")
-    else {
-        return;
-    };
+pub fn copies_refuse_host_ranges_outside_live_pages_and_mismatched_lengths() -> Outcome {
+    let platform = platform_or_skip()?;
     let mut host = platform.host_storage().unwrap();
     let mut device = platform.device_storage().unwrap();
     let mut stream = platform.create_stream().unwrap();
@@ -124,4 +113,5 @@ fn copies_refuse_host_ranges_outside_live_pages_and_mismatched_lengths() {
         ErrorKind::InvalidValue,
         "freed page"
     );
+    Ok(())
 }

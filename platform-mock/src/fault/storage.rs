@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use streamcore::platform::{HostStorage, PageId, Storage};
+use streamcore::platform::{HostStorage, PageId, Storage, StorageTerms};
 
 use super::FaultState;
 use super::error::FaultError;
@@ -50,6 +50,34 @@ impl<S: Storage> Storage for FaultStorage<S> {
     fn flush(&mut self) -> Result<(), Self::Error> {
         self.check(Site::Flush)?;
         self.inner.flush().map_err(FaultError::Platform)
+    }
+
+    fn terms(&self) -> StorageTerms {
+        self.inner.terms()
+    }
+
+    /// Checked at the storage's allocation site.
+    fn reserve(&mut self, size: u64) -> Result<PageId, Self::Error> {
+        self.check(self.alloc_site.clone())?;
+        self.inner.reserve(size).map_err(FaultError::Platform)
+    }
+
+    /// Checked at the storage's allocation site.
+    fn commit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), Self::Error> {
+        self.check(self.alloc_site.clone())?;
+        self.inner
+            .commit(page, offset, len)
+            .map_err(FaultError::Platform)
+    }
+
+    /// Forwarded unless the device is lost.
+    fn decommit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), Self::Error> {
+        if super::lost(&self.state) {
+            return Ok(());
+        }
+        self.inner
+            .decommit(page, offset, len)
+            .map_err(FaultError::Platform)
     }
 }
 

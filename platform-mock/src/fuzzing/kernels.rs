@@ -11,13 +11,18 @@ use crate::{KernelArg, MockPlatform};
 
 /// The kernel's source (the mock looks it up by name).
 pub fn source(kernel: Kernel) -> KernelSource<'static> {
-    let name = match kernel {
-        Kernel::Fill => "fz_fill",
-        Kernel::Scale => "fz_scale",
-        Kernel::Add => "fz_add",
-        Kernel::Incr => "fz_incr",
+    // Bindings: the buffers, then the info buffer.
+    let (name, bindings) = match kernel {
+        Kernel::Fill => ("fz_fill", 2),
+        Kernel::Scale => ("fz_scale", 3),
+        Kernel::Add => ("fz_add", 4),
+        Kernel::Incr => ("fz_incr", 2),
     };
-    KernelSource { name, source: "" }
+    KernelSource {
+        name,
+        source: "",
+        bindings,
+    }
 }
 
 /// Launch geometry (the mock ignores it).
