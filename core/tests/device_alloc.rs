@@ -15,13 +15,15 @@ use counting_alloc::allocations;
 #[test]
 fn warm_launch_loop_allocates_nothing() {
     let d = Device::new(Null, DeviceConfig::with_streams(2)).unwrap();
-    let k = d
-        .load_kernel(&KernelSource {
+    let kernel = |bindings| {
+        d.load_kernel(&KernelSource {
             name: "k",
             source: "",
-            bindings: 3,
+            bindings,
         })
-        .unwrap();
+        .unwrap()
+    };
+    let (k1, k) = (kernel(2), kernel(3));
     let (s0, s1) = (StreamId(0), StreamId(1));
     let a = d.alloc(s1, 4096).unwrap();
     let b = d.alloc(s0, 4096).unwrap();
@@ -31,7 +33,8 @@ fn warm_launch_loop_allocates_nothing() {
         // Producer on stream 1, consumers on stream 0: a cross-stream wait
         // per round, info-cache hits, and polling that reclaims.
         assert_eq!(
-            d.launch(s1, k, dims, &[a.write()], &[1024, i % 4]).unwrap(),
+            d.launch(s1, k1, dims, &[a.write()], &[1024, i % 4])
+                .unwrap(),
             Launched::Queued
         );
         assert_eq!(

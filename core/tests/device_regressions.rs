@@ -19,10 +19,11 @@ fn null(streams: u16) -> Device<Null> {
     Device::new(Null, DeviceConfig::with_streams(streams)).unwrap()
 }
 
-fn kernel<P: Platform>(d: &Device<P>) -> streamcore::device::KernelId {
+fn kernel<P: Platform>(d: &Device<P>, bindings: usize) -> streamcore::device::KernelId {
     d.load_kernel(&KernelSource {
         name: "k",
         source: "",
+        bindings,
     })
     .unwrap()
 }
@@ -50,8 +51,8 @@ fn failure_of_refuses_another_devices_buffer() {
 fn a_kernel_of_another_device_is_refused() {
     let a = null(1);
     let b = null(1);
-    let ka = kernel(&a);
-    let kb = kernel(&b);
+    let ka = kernel(&a, 1);
+    let kb = kernel(&b, 1);
     assert_eq!(ka.index(), kb.index());
     let out = b.alloc(S0, 64).unwrap();
     assert!(matches!(
@@ -66,12 +67,37 @@ fn a_kernel_of_another_device_is_refused() {
     );
 }
 
+/// A launch whose bindings differ from the kernel's declared count is
+/// refused before anything changes (no claim, no info upload, no launch).
+#[test]
+fn a_launch_with_the_wrong_binding_count_is_refused() {
+    let d = null(1);
+    let k = kernel(&d, 2);
+    let (a, out) = (d.alloc(S0, 64).unwrap(), d.alloc(S0, 64).unwrap());
+    let dims = LaunchDims::linear(1, 1);
+    for (args, info) in [
+        (&[out.write()][..], &[][..]),
+        (&[a.read(), out.write()][..], &[7u64][..]),
+    ] {
+        assert!(matches!(
+            d.launch(S0, k, dims, args, info),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    let s = d.stats();
+    assert_eq!((s.launches, s.info_misses, s.failures), (0, 0, 0));
+    assert_eq!(
+        d.launch(S0, k, dims, &[out.write()], &[7]).unwrap(),
+        Launched::Queued
+    );
+}
+
 /// Item 4: `empty(stream, 0)` is claimed by its failed reservation: work
 /// over it is skipped and reading it gives the reservation report.
 #[test]
 fn an_empty_zero_byte_buffer_is_claimed_by_its_reservation() {
     let d = null(1);
-    let k = kernel(&d);
+    let k = kernel(&d, 2);
     let b = d.empty(S0, 0).unwrap();
     assert_eq!(d.stats().failures, 1);
     let failure = d.failure_of(&b).expect("claimed by its failed reservation");
@@ -137,7 +163,7 @@ fn the_stream_count_is_bounded_with_a_typed_error() {
     let last = StreamId(MAX_STREAMS - 1);
     let b = d.alloc(last, 64).unwrap();
     let c = d.alloc(S0, 64).unwrap();
-    let k = kernel(&d);
+    let k = kernel(&d, 2);
     assert_eq!(
         d.launch(S0, k, LaunchDims::linear(1, 1), &[b.read(), c.write()], &[])
             .unwrap(),
@@ -284,7 +310,7 @@ impl Platform for Teardown {
 fn teardown_syncs_then_destroys_graphs_kernels_streams_storages() {
     let log = Log::default();
     let d = Device::new(Teardown(log.clone()), DeviceConfig::with_streams(2)).unwrap();
-    let k = kernel(&d);
+    let k = kernel(&d, 2);
     let out = d.alloc(S0, 64).unwrap();
     let other = d.alloc(S1, 64).unwrap();
     d.prepare(S0).unwrap();

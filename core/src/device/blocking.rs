@@ -34,7 +34,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
             .platform
             .load_kernel(source)
             .map_err(|e| Error::platform("load_kernel", e))?;
-        self.shared.state.lock().add_kernel(source.name, kernel)
+        self.shared.state.lock().add_kernel(source, kernel)
     }
 
     /// A new buffer of `size` bytes in `stream`'s pools. Out of memory is an

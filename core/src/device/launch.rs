@@ -50,11 +50,16 @@ where
 
 impl<P: Platform> Inner<P> {
     /// Adds a kernel the platform loaded (outside the lock).
-    pub(crate) fn add_kernel(&mut self, name: &str, kernel: P::Kernel) -> Res<KernelId, P> {
+    pub(crate) fn add_kernel(
+        &mut self,
+        source: &crate::platform::KernelSource<'_>,
+        kernel: P::Kernel,
+    ) -> Res<KernelId, P> {
         let index = u32::try_from(self.kernels.len())
             .map_err(|_| Error::InvalidArgument("too many kernels loaded"))?;
         self.kernels.push(LoadedKernel {
-            name: crate::failure::KernelName::new(name),
+            name: crate::failure::KernelName::new(source.name),
+            bindings: source.bindings,
             kernel: Arc::new(kernel),
         });
         Ok(KernelId::new(self.id, index))
@@ -104,7 +109,13 @@ impl<P: Platform> Inner<P> {
     ) -> Res<Submitted<'a, P, L>, P> {
         self.process_releases(env);
         self.stream(env, sid)?;
-        self.kernel(kernel)?;
+        // The kernel's declared parameters, exactly: refused before the
+        // taint graph or the info cache is touched.
+        if args.len() + usize::from(!info.is_empty()) != self.kernel(kernel)?.bindings {
+            return Err(Error::InvalidArgument(
+                "the launch's bindings differ from the kernel's declared count",
+            ));
+        }
         self.operands(args)?;
         let recording = self
             .streams

@@ -86,6 +86,8 @@ pub(crate) struct GraphState<P: Platform> {
 /// kernel, shared with launches in flight outside the device lock.
 pub(crate) struct LoadedKernel<P: Platform> {
     pub(crate) name: KernelName,
+    /// The bindings every launch passes (declared at load).
+    pub(crate) bindings: usize,
     pub(crate) kernel: Arc<P::Kernel>,
 }
 

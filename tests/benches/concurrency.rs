@@ -1,0 +1,233 @@
+//! One device shared by threads, on the null platform made driver-like:
+//! each launch burns a few microseconds of CPU (what a driver's submission
+//! costs; default 3 µs, `LAUNCH_US`), each host synchronization sleeps
+//! 20 ms. Prints, for each lock family:
+//!
+//! 1. launch latency on stream 1 while another thread loops `sync` on
+//!    stream 0 (acceptance: worst launch under 1 ms);
+//! 2. launches per second of one thread on one stream, and of two threads on
+//!    two streams together (acceptance: two threads ≥ 1.3× one).
+//!
+//! The launch cost is paid outside the device lock (with only the stream's
+//! lane held), as a real driver call is: that is the part two threads can
+//! overlap. Each figure is the median of `TRIALS` runs of `SECS` seconds.
+//!
+//! `cargo bench -p streamcore-tests --bench concurrency`
+//! (`SECS=1 TRIALS=5 LAUNCH_US=3` are the defaults.)
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use streamcore::device::{Buffer, Device, DeviceConfig, KernelId, RawLock, SpinLock, StdLock};
+use streamcore::null::Null;
+use streamcore::platform::{KernelSource, LaunchDims};
+use streamcore::stream::StreamId;
+use streamcore_tests::paced::Paced;
+
+fn env(name: &str, default: f64) -> f64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Setup {
+    secs: f64,
+    trials: usize,
+    launch: Duration,
+}
+
+struct Rig<L: RawLock> {
+    d: Arc<Device<Paced<Null>, L>>,
+    p: Paced<Null>,
+    k: KernelId,
+}
+
+impl<L: RawLock> Rig<L>
+where
+    Device<Paced<Null>, L>: Send + Sync,
+{
+    fn new(s: &Setup) -> Self {
+        let p = Paced::new(Null);
+        p.set_launch_cost(s.launch);
+        p.set_sync_cost(Duration::from_millis(20));
+        let d = Device::<_, L>::with_lock(p.clone(), DeviceConfig::with_streams(2)).unwrap();
+        let k = d
+            .load_kernel(&KernelSource {
+                name: "k",
+                source: "",
+                bindings: 3,
+            })
+            .unwrap();
+        Self {
+            d: Arc::new(d),
+            p,
+            k,
+        }
+    }
+
+    fn buffers(&self, s: StreamId) -> (Buffer, Buffer) {
+        (
+            self.d.alloc(s, 4096).unwrap(),
+            self.d.alloc(s, 4096).unwrap(),
+        )
+    }
+
+    /// Launches on `s` until `stop`, timing each; returns the latencies.
+    fn launch_until(&self, s: StreamId, stop: &AtomicBool, timed: bool) -> (u64, Vec<Duration>) {
+        let (x, y) = self.buffers(s);
+        let dims = LaunchDims::linear(4, 256);
+        let mut lat = Vec::new();
+        let mut n = 0;
+        while !stop.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            self.d
+                .launch(s, self.k, dims, &[x.read(), y.write()], &[1024])
+                .unwrap();
+            if timed {
+                lat.push(t.elapsed());
+            }
+            n += 1;
+        }
+        (n, lat)
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * q) as usize]
+}
+
+/// Launch latency on stream 1 while another thread loops 20 ms syncs of
+/// stream 0. Returns (launches, median, p99.9, worst, syncs) of the trial
+/// with the median worst latency.
+fn latency<L: RawLock>(s: &Setup) -> (u64, Duration, Duration, Duration, u64)
+where
+    Device<Paced<Null>, L>: Send + Sync,
+{
+    let mut trials = Vec::new();
+    for _ in 0..s.trials {
+        let rig = Rig::<L>::new(s);
+        let stop = Arc::new(AtomicBool::new(false));
+        // Something queued on stream 0 to sync.
+        let (a, b) = rig.buffers(StreamId(0));
+        let syncer = {
+            let (d, stop, k) = (Arc::clone(&rig.d), Arc::clone(&stop), rig.k);
+            thread::spawn(move || {
+                let dims = LaunchDims::linear(4, 256);
+                while !stop.load(Ordering::Relaxed) {
+                    d.launch(StreamId(0), k, dims, &[a.read(), b.write()], &[1024])
+                        .unwrap();
+                    d.sync(StreamId(0)).unwrap();
+                }
+            })
+        };
+        // Let the syncer reach its first wait.
+        while rig.p.syncs() == 0 {
+            thread::yield_now();
+        }
+        let timer = {
+            let stop = Arc::clone(&stop);
+            let secs = s.secs;
+            thread::spawn(move || {
+                thread::sleep(Duration::from_secs_f64(secs));
+                stop.store(true, Ordering::Relaxed);
+            })
+        };
+        let (n, mut lat) = rig.launch_until(StreamId(1), &stop, true);
+        timer.join().unwrap();
+        syncer.join().unwrap();
+        lat.sort();
+        trials.push((
+            n,
+            quantile(&lat, 0.5),
+            quantile(&lat, 0.999),
+            *lat.last().unwrap(),
+            rig.p.syncs(),
+        ));
+    }
+    trials.sort_by_key(|t| t.3);
+    trials[trials.len() / 2]
+}
+
+/// Launches per second: one thread on stream 0, then two threads on
+/// streams 0 and 1 together. Returns the medians (one, two).
+fn scaling<L: RawLock>(s: &Setup) -> (f64, f64)
+where
+    Device<Paced<Null>, L>: Send + Sync,
+{
+    let run = |threads: u16| -> f64 {
+        let rig = Arc::new(Rig::<L>::new(s));
+        let stop = Arc::new(AtomicBool::new(false));
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (rig, stop) = (Arc::clone(&rig), Arc::clone(&stop));
+                thread::spawn(move || rig.launch_until(StreamId(t), &stop, false).0)
+            })
+            .collect();
+        let t0 = Instant::now();
+        thread::sleep(Duration::from_secs_f64(s.secs));
+        stop.store(true, Ordering::Relaxed);
+        let n: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+        n as f64 / t0.elapsed().as_secs_f64()
+    };
+    let one = median((0..s.trials).map(|_| run(1)).collect());
+    let two = median((0..s.trials).map(|_| run(2)).collect());
+    (one, two)
+}
+
+fn report<L: RawLock>(name: &str, s: &Setup)
+where
+    Device<Paced<Null>, L>: Send + Sync,
+{
+    let (n, p50, p999, worst, syncs) = latency::<L>(s);
+    println!(
+        "{name:>9}  latency on stream 1 during 20 ms syncs of stream 0: {n} launches, \
+         median {:.1} µs, p99.9 {:.1} µs, worst {:.3} ms ({syncs} syncs) -> {}",
+        p50.as_secs_f64() * 1e6,
+        p999.as_secs_f64() * 1e6,
+        worst.as_secs_f64() * 1e3,
+        if worst < Duration::from_millis(1) {
+            "under 1 ms: ok"
+        } else {
+            "1 ms or more: MISSED"
+        }
+    );
+    let (one, two) = scaling::<L>(s);
+    println!(
+        "{name:>9}  launches/s: one thread {:.0}, two threads on two streams {:.0}: {:.2}x -> {}",
+        one,
+        two,
+        two / one,
+        if two >= 1.3 * one {
+            "at least 1.3x: ok"
+        } else {
+            "below 1.3x: MISSED"
+        }
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else is taken.
+    let s = Setup {
+        secs: env("SECS", 1.0),
+        trials: env("TRIALS", 5.0) as usize,
+        launch: Duration::from_secs_f64(env("LAUNCH_US", 3.0) * 1e-6),
+    };
+    println!(
+        "concurrency: null platform, launch {:.1} µs of CPU, synchronize 20 ms; \
+         median of {} trials of {} s; {} CPUs",
+        s.launch.as_secs_f64() * 1e6,
+        s.trials,
+        s.secs,
+        thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    report::<StdLock>("StdLock", &s);
+    report::<SpinLock>("SpinLock", &s);
+}
