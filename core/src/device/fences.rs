@@ -50,7 +50,7 @@ impl<P: Platform> Inner<P> {
         let st = self
             .streams
             .get_mut(sid)
-            .ok_or(Error::InvalidArgument("stream not created"))?;
+            .ok_or_else(|| Error::InvalidArgument("stream not created"))?;
         let flushed = st
             .drops
             .flush_with(|| env.record(sid).map(|event| Fence { cursor, event }));

@@ -24,7 +24,15 @@ impl<P: Platform> Inner<P> {
     /// Loops because a released graph drops the buffers it kept alive.
     /// Never fails the calling operation: an error of a release is counted
     /// and kept for the user (`Device::take_release_error`).
+    #[inline]
     pub(crate) fn process_releases<L: RawLock>(&mut self, env: &Env<P, L>) {
+        if self.releases.is_pending() {
+            self.process_pending_releases(env);
+        }
+    }
+
+    #[cold]
+    fn process_pending_releases<L: RawLock>(&mut self, env: &Env<P, L>) {
         while self.releases.is_pending() {
             let mut ids = core::mem::take(&mut self.scratch_ids);
             let mut graphs = core::mem::take(&mut self.scratch_graphs);
@@ -54,7 +62,9 @@ impl<P: Platform> Inner<P> {
         let Ok(slot) = self.buffers.get(id) else {
             return Ok(());
         };
-        self.taint.free(AllocId(id.as_u64()));
+        if !self.taint.is_empty() {
+            self.taint.free(AllocId(id.as_u64()));
+        }
         let owner = slot.owner;
         let size = slot.size;
         let Location::Placed { handle, .. } = slot.location else {
@@ -62,15 +72,31 @@ impl<P: Platform> Inner<P> {
             return Ok(());
         };
         let mut outstanding = 0u32;
+        let mut owner_pending = false;
         for (s, &used) in slot.last_use.iter().enumerate() {
+            // At most MAX_STREAMS: fits a StreamId.
             let s = StreamId(s as u16);
-            if s != owner && used > self.sync.completed_cursor(s)? {
-                outstanding += 1;
+            if used > self.sync.completed_cursor(s)? {
+                if s == owner {
+                    owner_pending = true;
+                } else {
+                    outstanding += 1;
+                }
             }
         }
         if outstanding == 0 {
             self.buffers.remove(id)?;
-            self.defer(env, owner, Deferred::Device(handle), size);
+            let open = self
+                .streams
+                .get(owner)
+                .is_none_or(|st| st.capture.is_open());
+            if owner_pending || open || self.recording > 0 {
+                self.defer(env, owner, Deferred::Device(handle), size);
+            } else if let Some(st) = self.streams.get_mut(owner) {
+                // No queued work uses it (never used, or every use is known
+                // complete): back to the pool at once, no fence needed.
+                st.memory.free(handle)?;
+            }
             return Ok(());
         }
         let index = match self.pending_vacant.pop() {

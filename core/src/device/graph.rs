@@ -359,7 +359,10 @@ impl<P: Platform> Inner<P> {
             self.push_marks(id, access)?;
         }
         self.wait_for_marks(env, sid)?;
-        let gs = self.graphs.get(&gid).ok_or(Error::UnknownGraph(gid))?;
+        let gs = self
+            .graphs
+            .get(&gid)
+            .ok_or_else(|| Error::UnknownGraph(gid))?;
         let Some(g) = gs.graph.as_ref() else {
             return Err(Error::UnknownGraph(gid));
         };

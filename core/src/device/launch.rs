@@ -16,7 +16,7 @@ use crate::memory::MemoryError;
 use crate::platform::{
     Access, Binding, DeviceRange, HostRange, HostStorage, LaunchDims, Platform, PlatformError,
 };
-use crate::stream::{DoomReason, StreamId};
+use crate::stream::{DoomReason, StreamId, WriteMark};
 
 /// What became of a launch.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -72,7 +72,7 @@ impl<P: Platform> Inner<P> {
         }
         self.kernels
             .get(k.index() as usize)
-            .ok_or(Error::UnknownKernel(k))
+            .ok_or_else(|| Error::UnknownKernel(k))
     }
 
     /// Fills `scratch_ops` with the operands of `args`.
@@ -108,7 +108,10 @@ impl<P: Platform> Inner<P> {
         info: &[u64],
     ) -> Res<Submitted<'a, P, L>, P> {
         self.process_releases(env);
-        self.stream(env, sid)?;
+        let recording = match self.streams.get(sid) {
+            Some(st) => st.capture.is_recording(),
+            None => self.stream(env, sid)?.capture.is_recording(),
+        };
         // The kernel's declared parameters, exactly: refused before the
         // taint graph or the info cache is touched.
         if args.len() + usize::from(!info.is_empty()) != self.kernel(kernel)?.bindings {
@@ -116,11 +119,47 @@ impl<P: Platform> Inner<P> {
                 "the launch's bindings differ from the kernel's declared count",
             ));
         }
-        self.operands(args)?;
-        let recording = self
-            .streams
-            .get(sid)
-            .is_some_and(|s| s.capture.is_recording());
+        // One pass over the arguments: operands (taint), bindings, and what
+        // the launch must be ordered after (other streams' last writes, and
+        // for a write their last uses).
+        self.scratch_ops.clear();
+        self.scratch_bindings.clear();
+        self.scratch_marks.clear();
+        let mut unplaced = false;
+        for a in args {
+            let id = a.buffer.id();
+            if a.buffer.device() != self.id {
+                return Err(Error::StaleBuffer(id));
+            }
+            let slot = self.buffers.get(id)?;
+            self.scratch_ops.push(Operand {
+                region: taint_region(id, slot.size),
+                access: a.access,
+            });
+            match slot.range() {
+                Some(range) => self.scratch_bindings.push(Binding {
+                    range,
+                    access: a.access,
+                }),
+                None => unplaced = true,
+            }
+            if let Some(w) = slot.last_write {
+                if w.stream != sid {
+                    self.scratch_marks.push(w);
+                }
+            }
+            if a.access.writes() {
+                for (s, &c) in slot.last_use.iter().enumerate() {
+                    if c > 0 && s != sid.index() {
+                        self.scratch_marks.push(WriteMark {
+                            // At most MAX_STREAMS: fits a StreamId.
+                            stream: StreamId(s as u16),
+                            cursor: c,
+                        });
+                    }
+                }
+            }
+        }
         // The taint graph is empty on the clean path: no operation to name.
         if !self.taint.is_empty() {
             let op = Operation::Launch(self.kernel(kernel)?.name.clone());
@@ -130,20 +169,10 @@ impl<P: Platform> Inner<P> {
                 return Ok(Submitted::Done(Launched::Skipped(f)));
             }
         }
-
-        // Bindings, in argument order, then the info buffer.
-        self.scratch_bindings.clear();
-        for a in args {
-            let range = self
-                .buffers
-                .get(a.buffer.id())?
-                .range()
-                .ok_or(Error::InvalidArgument("buffer has no memory"))?;
-            self.scratch_bindings.push(Binding {
-                range,
-                access: a.access,
-            });
+        if unplaced {
+            return Err(Error::InvalidArgument("buffer has no memory"));
         }
+
         let mut uncached_info = None;
         if !info.is_empty() {
             match self.info_binding(env, sid, info) {
@@ -173,11 +202,9 @@ impl<P: Platform> Inner<P> {
         let info_bytes = words_bytes(info);
 
         // Cross-stream order.
-        self.scratch_marks.clear();
-        for a in args {
-            self.push_marks(a.buffer.id(), a.access)?;
-        }
-        if let Err(e) = self.wait_for_marks(env, sid) {
+        if self.scratch_marks.is_empty() {
+            // Nothing to order after (the common case on one stream).
+        } else if let Err(e) = self.wait_for_marks(env, sid) {
             self.doom_platform(sid, "wait", &e);
             // The info slice no cache entry owns goes back like after a launch.
             if let Some(h) = uncached_info {
@@ -191,8 +218,8 @@ impl<P: Platform> Inner<P> {
             // The common path: book the launch as done, submit it unlocked.
             self.launch_succeeded(sid, args)?;
             let mut lane = env.lane(sid)?;
-            lane.bindings.clear();
-            lane.bindings.extend_from_slice(&self.scratch_bindings);
+            // The bindings move to the lane (the vectors swap, no copy).
+            core::mem::swap(&mut lane.bindings, &mut self.scratch_bindings);
             return Ok(Submitted::Tail { lane, kernel: k });
         }
 
@@ -206,7 +233,7 @@ impl<P: Platform> Inner<P> {
                 let st = self
                     .streams
                     .get_mut(sid)
-                    .ok_or(Error::InvalidArgument("stream not created"))?;
+                    .ok_or_else(|| Error::InvalidArgument("stream not created"))?;
                 for a in args {
                     st.window.push(WindowUse {
                         buffer: a.buffer.clone(),
@@ -391,6 +418,7 @@ pub(crate) fn words_bytes(words: &[u64]) -> u64 {
 /// The taint region of a buffer of `size` bytes: all of it, and at least
 /// one byte, so a zero-byte buffer whose reservation failed still carries
 /// its failure's claim.
+#[inline]
 pub(crate) fn taint_region(id: super::buffer::BufferId, size: u64) -> Region {
     Region::new(AllocId(id.as_u64()), 0, size.max(1))
 }

@@ -17,6 +17,9 @@ impl<P: Platform> Inner<P> {
         env: &Env<P, L>,
         consumer: StreamId,
     ) -> Res<(), P> {
+        if self.scratch_marks.is_empty() {
+            return Ok(());
+        }
         self.sync
             .plan(consumer, self.scratch_marks.iter().copied(), &mut self.plan)?;
         if self.plan.is_empty() {
@@ -30,7 +33,7 @@ impl<P: Platform> Inner<P> {
             let pst = self
                 .streams
                 .get_mut(producer)
-                .ok_or(Error::InvalidArgument("producer stream not created"))?;
+                .ok_or_else(|| Error::InvalidArgument("producer stream not created"))?;
             // A recording producer: wait on the event recorded before its
             // capture began (it covers every write it can be waited for).
             let kept = match pst.before_capture.take() {

@@ -139,9 +139,7 @@ impl<P: Platform, L: RawLock> Env<P, L> {
         self.lanes
             .get(sid.index())
             .map(|l| l.lock())
-            .ok_or(Error::InvalidArgument(
-                "stream id outside the device's lanes",
-            ))
+            .ok_or_else(|| Error::InvalidArgument("stream id outside the device's lanes"))
     }
 
     /// Runs `f` with the platform and `sid`'s created driver stream (its lane
@@ -155,7 +153,7 @@ impl<P: Platform, L: RawLock> Env<P, L> {
         let stream = lane
             .stream
             .as_mut()
-            .ok_or(Error::InvalidArgument("stream not created"))?;
+            .ok_or_else(|| Error::InvalidArgument("stream not created"))?;
         Ok(f(&self.platform, stream))
     }
 
@@ -219,7 +217,7 @@ impl<P: Platform> Inner<P> {
         }
         self.streams
             .get_mut(sid)
-            .ok_or(Error::InvalidArgument("stream not created"))
+            .ok_or_else(|| Error::InvalidArgument("stream not created"))
     }
 
     #[cold]
@@ -285,7 +283,7 @@ impl<P: Platform> Inner<P> {
             let st = self
                 .streams
                 .get_mut(sid)
-                .ok_or(Error::InvalidArgument("stream not created"))?;
+                .ok_or_else(|| Error::InvalidArgument("stream not created"))?;
             f(st, &mut deferred)
         };
         for d in deferred.drain(..) {

@@ -233,7 +233,7 @@ impl<P: Platform> Inner<P> {
         self.taint.check_read(taint_region(id, size))?;
         let src = slot
             .range()
-            .ok_or(Error::InvalidArgument("buffer has no memory"))?;
+            .ok_or_else(|| Error::InvalidArgument("buffer has no memory"))?;
         if usize::try_from(size).is_err() {
             return Err(Error::InvalidArgument(
                 "the buffer is larger than this host's address space",
