@@ -8,7 +8,7 @@ use core::fmt;
 use crate::device::{BufferId, ConfigError, GraphId, KernelId, StaleBuffer};
 use crate::failure::{FailureId, TaintReport};
 use crate::memory::MemoryError;
-use crate::platform::ErrorKind;
+use crate::platform::{Capabilities, ErrorKind};
 use crate::stream::capture::CaptureError;
 use crate::stream::pool::StreamOutOfRange;
 use crate::stream::sync::UnknownStream;
@@ -68,6 +68,14 @@ pub enum Error<E> {
         deferred: usize,
         /// Frees still pinned by other streams' uses.
         cross_pins: usize,
+    },
+    /// The platform lacks a capability the operation needs (e.g. graph
+    /// capture on a firmware command queue); nothing was changed.
+    NotSupported {
+        /// The operation.
+        op: &'static str,
+        /// The capabilities it needs that the platform does not declare.
+        needs: Capabilities,
     },
 }
 
@@ -159,6 +167,13 @@ impl<E: fmt::Display> fmt::Display for Error<E> {
                 "sync_all could not settle while work kept coming: {deferred} deferred frees \
                  and {cross_pins} cross-stream pins left"
             ),
+            Error::NotSupported { op, needs } => {
+                write!(f, "`{op}` is not supported: the platform lacks")?;
+                for name in needs.names() {
+                    write!(f, " {name}")?;
+                }
+                Ok(())
+            }
         }
     }
 }

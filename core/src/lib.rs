@@ -19,6 +19,7 @@ extern crate alloc;
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+mod arena;
 pub mod device;
 pub mod drop_queue;
 pub mod error;

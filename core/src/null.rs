@@ -7,8 +7,8 @@
 use core::fmt;
 
 use crate::platform::{
-    Binding, DeviceProperties, DeviceRange, ErrorKind, HostRange, HostStorage, KernelSource,
-    LaunchDims, PageId, Platform, PlatformError, Storage,
+    Binding, Capabilities, DeviceProperties, DeviceRange, ErrorKind, GraphCapture, HostRange,
+    HostStorage, KernelSource, LaunchDims, PageId, Platform, PlatformError, Storage,
 };
 
 /// A platform that completes everything at once, holds no bytes and never
@@ -67,7 +67,7 @@ impl Platform for Null {
     type Event = ();
     type Storage = NullStorage;
     type HostStorage = NullStorage;
-    type Graph = ();
+    type Capture = Self;
     type Kernel = ();
     type Error = NullError;
 
@@ -78,6 +78,13 @@ impl Platform for Null {
             alignment: 256,
             integrated: false,
         }
+    }
+    /// Graphs, so the no_std proof can run the whole capture lifecycle.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::GRAPH_CAPTURE
+    }
+    fn capture(&self) -> Option<&Self> {
+        Some(self)
     }
     fn create_stream(&self) -> Result<(), NullError> {
         Ok(())
@@ -115,6 +122,10 @@ impl Platform for Null {
     fn launch(&self, _: &mut (), _: &(), _: LaunchDims, _: &[Binding]) -> Result<(), NullError> {
         Ok(())
     }
+}
+
+impl GraphCapture<Null> for Null {
+    type Graph = ();
     fn begin_capture(&self, _: &mut ()) -> Result<(), NullError> {
         Ok(())
     }

@@ -12,8 +12,12 @@
 
 use core::fmt;
 
+mod capabilities;
+mod capture;
 mod terms;
 
+pub use capabilities::Capabilities;
+pub use capture::{GraphCapture, GraphOf, NoGraphs};
 pub use terms::{CallCost, ResizableTerms, StorageCosts, StorageTerms};
 
 /// Identifies one page handed out by a [`Storage`].
@@ -151,6 +155,9 @@ pub enum ErrorKind {
     Kernel,
     /// A bad argument (caller bug the driver caught).
     InvalidValue,
+    /// The platform does not offer the operation (it lacks the
+    /// [`Capabilities`] flag the operation needs).
+    NotSupported,
     /// Anything else.
     Other,
 }
@@ -264,10 +271,16 @@ pub trait HostStorage: Storage {
     fn read(&self, page: PageId, offset: u64, out: &mut [u8]) -> Result<(), Self::Error>;
 }
 
-/// A GPU: streams, events, copies, kernels and graph capture.
+/// A GPU (or a firmware command queue): streams, events, copies and kernels,
+/// and optionally graph capture.
 ///
 /// All work submitted to one stream runs in submission order. Work on
 /// different streams is unordered unless an event orders it.
+///
+/// What a platform offers beyond the required methods it declares in
+/// [`Platform::capabilities`]; graph capture lives in its own trait,
+/// [`GraphCapture`], reached through [`Platform::capture`], so a platform
+/// without graphs writes `type Capture = NoGraphs;` and nothing else.
 pub trait Platform {
     /// An in-order queue of device work.
     type Stream;
@@ -278,8 +291,9 @@ pub trait Platform {
     type Storage: Storage<Error = Self::Error>;
     /// Pinned host pages for staging.
     type HostStorage: HostStorage<Error = Self::Error>;
-    /// A sealed, replayable capture of a stream's work.
-    type Graph;
+    /// Graph capture: `Self` for a platform that implements
+    /// [`GraphCapture`] itself, [`NoGraphs`] for a platform without graphs.
+    type Capture: GraphCapture<Self>;
     /// A loaded kernel.
     type Kernel;
     /// The platform's error.
@@ -287,6 +301,18 @@ pub trait Platform {
 
     /// Static facts about the device.
     fn properties(&self) -> DeviceProperties;
+
+    /// What the platform offers beyond the required methods. MUST answer the
+    /// same set for the platform's whole lifetime, and contain
+    /// [`Capabilities::GRAPH_CAPTURE`] exactly when [`Platform::capture`]
+    /// returns `Some` (the core treats capture as missing unless both agree).
+    fn capabilities(&self) -> Capabilities;
+
+    /// The platform's graph capture, or `None` (the default) for a platform
+    /// without graphs. MUST answer alike for the platform's whole lifetime.
+    fn capture(&self) -> Option<&Self::Capture> {
+        None
+    }
 
     /// Creates a stream. MUST NOT implicitly synchronize with other streams
     /// (non-blocking with respect to the legacy default stream).
@@ -348,7 +374,9 @@ pub trait Platform {
         dst: DeviceRange,
     ) -> Result<(), Self::Error>;
 
-    /// Compiles and loads a kernel.
+    /// Loads a kernel: compiles [`KernelSource::source`] on a platform with
+    /// [`Capabilities::RUNTIME_COMPILATION`], otherwise finds the kernel
+    /// built in ahead of time under [`KernelSource::name`].
     fn load_kernel(&self, source: &KernelSource<'_>) -> Result<Self::Kernel, Self::Error>;
 
     /// Queues a kernel launch on `stream`. The kernel touches only the bytes
@@ -367,25 +395,4 @@ pub trait Platform {
         dims: LaunchDims,
         bindings: &[Binding],
     ) -> Result<(), Self::Error>;
-
-    /// Starts capturing `stream`: work queued on it from now on is recorded,
-    /// not run, until [`Platform::end_capture`].
-    fn begin_capture(&self, stream: &mut Self::Stream) -> Result<(), Self::Error>;
-
-    /// Stops capturing and seals what was recorded into a graph. If anything
-    /// invalidated the capture (a host synchronization, a storage allocation on
-    /// platforms that forbid it) it MUST fail with
-    /// [`ErrorKind::CaptureInvalidated`] and leave the stream not capturing.
-    fn end_capture(&self, stream: &mut Self::Stream) -> Result<Self::Graph, Self::Error>;
-
-    /// Queues one replay of `graph` on `stream`. The replay touches the same
-    /// device addresses the capture recorded.
-    fn launch_graph(
-        &self,
-        stream: &mut Self::Stream,
-        graph: &Self::Graph,
-    ) -> Result<(), Self::Error>;
-
-    /// Destroys a graph. Replays already queued still complete.
-    fn destroy_graph(&self, graph: Self::Graph) -> Result<(), Self::Error>;
 }

@@ -8,7 +8,8 @@ use streamcore::error::Error;
 use streamcore::failure::Operation;
 use streamcore::null::{Null, NullError, NullStorage};
 use streamcore::platform::{
-    Binding, DeviceProperties, DeviceRange, HostRange, KernelSource, LaunchDims, Platform,
+    Binding, Capabilities, DeviceProperties, DeviceRange, GraphCapture, HostRange, KernelSource,
+    LaunchDims, Platform,
 };
 use streamcore::stream::StreamId;
 
@@ -232,12 +233,18 @@ impl Platform for Teardown {
     type Event = ();
     type Storage = TStorage;
     type HostStorage = TStorage;
-    type Graph = Noted;
+    type Capture = Self;
     type Kernel = Noted;
     type Error = NullError;
 
     fn properties(&self) -> DeviceProperties {
         Null.properties()
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::GRAPH_CAPTURE
+    }
+    fn capture(&self) -> Option<&Self> {
+        Some(self)
     }
     fn create_stream(&self) -> Result<Noted, NullError> {
         Ok(Noted(self.0.clone(), "stream"))
@@ -288,6 +295,11 @@ impl Platform for Teardown {
     ) -> Result<(), NullError> {
         Ok(())
     }
+}
+
+impl GraphCapture<Teardown> for Teardown {
+    type Graph = Noted;
+
     fn begin_capture(&self, _: &mut Noted) -> Result<(), NullError> {
         Ok(())
     }

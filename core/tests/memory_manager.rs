@@ -611,3 +611,62 @@ fn presets_run_on_any_device() {
         assert_eq!(m.storage().held(), 0, "{preset:?}");
     }
 }
+
+/// Sizes and alignments at the edge of `u64` are typed errors: a storage
+/// aligned to 2^63 refuses every reserve (it used to corrupt the
+/// accounting), a device reporting a largest page of `u64::MAX` gets a
+/// layout that serves every size up to `MAX_REQUEST` (it used to overflow
+/// the rounding), and sizes past it are refused before any rounding.
+#[test]
+fn out_of_range_sizes_and_alignments_are_typed_errors() {
+    use streamcore::memory::{LayoutError, MAX_REQUEST};
+    let mut s = TestStorage::new();
+    s.alignment = 1 << 63;
+    let mut m = MemoryManager::new(s, default_layout());
+    for size in [1, 1000, 3 * MIB] {
+        match m.reserve(size) {
+            Err(MemoryError::Layout(LayoutError::BadAlignment { alignment })) => {
+                assert_eq!(alignment, 1 << 63)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(m.storage().alloc_calls, 0);
+    assert_eq!(m.report().total().reserved, 0);
+    assert!(format!("{}", m.reserve(1).unwrap_err()).contains("alignment"));
+
+    for max_page_size in [u64::MAX, 1 << 63] {
+        let props = DeviceProperties {
+            total_memory: u64::MAX,
+            max_page_size,
+            alignment: 256,
+            integrated: false,
+        };
+        let mut m = MemoryManager::new(
+            TestStorage::with_capacity(1 << 40),
+            MemoryLayout::for_device(&props),
+        );
+        let mut live = Vec::new();
+        for size in [1, 1000, 300 * KIB, 3 * MIB, 1 << 38] {
+            let (h, r) = m.reserve(size).unwrap();
+            assert_eq!(r.len, size);
+            live.push(h);
+        }
+        assert!(matches!(
+            m.reserve(MAX_REQUEST),
+            Err(MemoryError::OutOfMemory { .. })
+        ));
+        for size in [MAX_REQUEST + 1, u64::MAX - 1, u64::MAX] {
+            assert!(matches!(
+                m.reserve(size),
+                Err(MemoryError::InvalidSize { size: s }) if s == size
+            ));
+        }
+        for h in live {
+            m.free(h).unwrap();
+        }
+        let t = m.report().total();
+        assert_eq!((t.in_use, t.padding, t.slices), (0, 0, 0));
+        assert!(t.reserved <= m.storage().held());
+    }
+}

@@ -11,7 +11,12 @@
 //!    a captured graph, and launched by bare calls;
 //! 4. a two-stream pipeline: the waits and events the `Device` inserted
 //!    against the minimum (one per cross-stream hand-off), and its time
-//!    against hand-placed events.
+//!    against hand-placed events (whole rounds, and submission alone);
+//! 5. the building blocks of the launch and wait path, per call (events,
+//!    waits, queries, the current-device calls).
+//!
+//! It ends with the three budget ratios (launch, pipeline, alloc) and their
+//! targets. Section names as arguments run only those sections.
 //!
 //! Timing: many operations per round, one synchronization per round, the
 //! variants interleaved round by round; the table gives the median over
@@ -29,8 +34,8 @@ use raw::{R, RawBuffer, RawEvent, RawKernel, RawStream};
 use streamcore::device::{Device, DeviceConfig, DeviceStats, Launched};
 use streamcore::memory::{MemoryLayout, MemoryManager};
 use streamcore::platform::{
-    Access, Binding, DeviceRange, ErrorKind, KernelSource, LaunchDims, PageId, Platform,
-    PlatformError,
+    Access, Binding, DeviceRange, ErrorKind, KernelSource, LaunchDims, Platform, PlatformError,
+    Storage,
 };
 use streamcore::stream::StreamId;
 use streamcore_hip::HipPlatform;
@@ -165,8 +170,8 @@ fn ratio(name: &str, num: f64, den: f64) {
     println!("  {name:<44} {:>10.3}", num / den);
 }
 
-/// Section 1: per-launch cost.
-fn launches(dev: &Device<HipPlatform>) -> R<()> {
+/// Section 1: per-launch cost. Returns Device/bare (submit, median).
+fn launches(dev: &Device<HipPlatform>) -> R<f64> {
     const BATCH: usize = 256;
     const ROUNDS: usize = 200;
     let a_words: Vec<u32> = (0..N as u32).collect();
@@ -192,23 +197,29 @@ fn launches(dev: &Device<HipPlatform>) -> R<()> {
     rinfo.upload(&rs, &words64(&info))?;
     let pointers = [ra.address, rb.address, rout.address, rinfo.address];
 
-    // The platform alone: HipPlatform::launch over the bare buffers.
+    // The platform alone: HipPlatform::launch over pages of its own device
+    // storage (it refuses ranges outside them), copied from the bare ones.
     let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
     let pk = platform.load_kernel(&ADD).map_err(e("load sb_add"))?;
     let mut ps = platform.create_stream().map_err(e("create_stream"))?;
-    let binding = |buf: &RawBuffer, access| Binding {
-        range: DeviceRange {
-            page: PageId(buf.address),
+    let mut pstorage = platform.device_storage().map_err(e("device_storage"))?;
+    let mut page_like = |buf: &RawBuffer, access| -> R<Binding> {
+        let page = pstorage
+            .alloc(buf.bytes as u64)
+            .map_err(e("HipStorage::alloc"))?;
+        raw::copy_device(page.0, buf.address, buf.bytes, &rs)?;
+        let range = DeviceRange {
+            page,
             offset: 0,
             len: buf.bytes as u64,
-        },
-        access,
+        };
+        Ok(Binding { range, access })
     };
     let bindings = [
-        binding(&ra, Access::Read),
-        binding(&rb, Access::Read),
-        binding(&rout, Access::Write),
-        binding(&rinfo, Access::Read),
+        page_like(&ra, Access::Read)?,
+        page_like(&rb, Access::Read)?,
+        page_like(&rout, Access::Write)?,
+        page_like(&rinfo, Access::Read)?,
     ];
 
     let stats0 = dev.stats();
@@ -303,11 +314,12 @@ fn launches(dev: &Device<HipPlatform>) -> R<()> {
         "  Device launches counted: {launched}, info-cache hits {hits}, misses {misses}; \
          results checked: ok"
     );
-    Ok(())
+    Ok(sub[2].median() / sub[0].median())
 }
 
-/// Section 2: reserve + free.
-fn allocations(dev: &Device<HipPlatform>) -> R<()> {
+/// Section 2: reserve + free. Returns Device::alloc+drop / MemoryManager
+/// reserve+free at 1 MiB (median).
+fn allocations(dev: &Device<HipPlatform>) -> R<f64> {
     const OPS: usize = 256;
     const ROUNDS: usize = 40;
     let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
@@ -320,6 +332,7 @@ fn allocations(dev: &Device<HipPlatform>) -> R<()> {
          (async: one stream sync per round, included)"
     );
     println!("  {:<44} {:>10} {:>10}", "", "median", "fastest");
+    let mut at_1mib = f64::NAN;
     for size in [1usize << 20, 4096] {
         let mut s = [
             Samples::default(),
@@ -397,9 +410,17 @@ fn allocations(dev: &Device<HipPlatform>) -> R<()> {
             s[3].median(),
             s[1].median(),
         );
+        ratio(
+            "Device::alloc+drop / MemoryManager",
+            s[1].median(),
+            s[0].median(),
+        );
+        if size == 1 << 20 {
+            at_1mib = s[1].median() / s[0].median();
+        }
     }
     dev.sync_all().map_err(e("sync_all"))?;
-    Ok(())
+    Ok(at_1mib)
 }
 
 /// Section 3: a 100-kernel chain, eager and as a replayed graph.
@@ -496,8 +517,8 @@ fn chain(dev: &Device<HipPlatform>) -> R<()> {
     Ok(())
 }
 
-/// Section 4: a two-stream pipeline.
-fn pipeline() -> R<()> {
+/// Section 4: a two-stream pipeline. Returns Device / bare (median).
+fn pipeline() -> R<f64> {
     const STAGES: usize = 64;
     const ROUNDS: usize = 40;
     let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
@@ -531,6 +552,9 @@ fn pipeline() -> R<()> {
     racc_info.upload(&rs0, &words64(&[N as u64]))?;
 
     let mut s = [Samples::default(), Samples::default()];
+    // The same rounds split: submission (launches, waits, events) and the
+    // round's end (the syncs).
+    let mut submit = [Samples::default(), Samples::default()];
     let (mut waits, mut events_in_loop, mut events_in_sync) = (Vec::new(), Vec::new(), Vec::new());
     let mut rounds_run = [0u32; 2];
     for round in 0..=ROUNDS {
@@ -556,6 +580,9 @@ fn pipeline() -> R<()> {
                     ))?;
                 }
                 let looped = dev.stats();
+                if round > 0 {
+                    submit[0].push(ns(t), STAGES);
+                }
                 dev.sync_all().map_err(e("sync_all"))?;
                 let synced = dev.stats();
                 if round > 0 {
@@ -577,6 +604,9 @@ fn pipeline() -> R<()> {
                         BLOCKS,
                         &[buf.address, racc.address, racc_info.address],
                     )?;
+                }
+                if round > 0 {
+                    submit[1].push(ns(t), STAGES);
                 }
                 rs0.sync()?;
                 rs1.sync()?;
@@ -621,6 +651,18 @@ fn pipeline() -> R<()> {
         "ns/stage",
     );
     ratio("Device / bare", s[0].median(), s[1].median());
+    row(
+        "  of which submission, Device",
+        &submit[0],
+        None,
+        "ns/stage",
+    );
+    row("  of which submission, bare", &submit[1], None, "ns/stage");
+    ratio(
+        "  submission: Device / bare",
+        submit[0].median(),
+        submit[1].median(),
+    );
     println!(
         "  per round: cross-stream hand-offs {STAGES} (minimum waits {STAGES}, minimum events {STAGES})"
     );
@@ -634,10 +676,132 @@ fn pipeline() -> R<()> {
     drop(stage_bufs);
     drop(acc);
     dev.sync_all().map_err(e("sync_all"))?;
+    Ok(s[0].median() / s[1].median())
+}
+
+/// Section 5: what the building blocks cost, per call, through the same
+/// loader as everything above (profiling data for the launch and wait path).
+fn primitives() -> R<()> {
+    const OPS: usize = 1000;
+    const ROUNDS: usize = 30;
+    let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
+    let mut ps = platform.create_stream().map_err(e("create_stream"))?;
+    let rs = RawStream::new()?;
+    let reused = RawEvent::new()?;
+    reused.record(&rs)?;
+    rs.sync()?;
+    let passed = platform.record(&mut ps).map_err(e("record"))?;
+    platform.synchronize(&passed).map_err(e("synchronize"))?;
+    let names = [
+        "hipGetDevice",
+        "hipSetDevice (same device)",
+        "hipEventCreate + hipEventRecord + hipEventDestroy",
+        "hipEventRecord (event reused)",
+        "hipStreamWaitEvent",
+        "hipEventQuery (passed event)",
+        "HipPlatform::record + drop",
+        "HipPlatform::wait",
+        "HipPlatform::query",
+    ];
+    let mut s: Vec<Samples> = names.iter().map(|_| Samples::default()).collect();
+    for round in 0..=ROUNDS {
+        for slot in 0..names.len() {
+            let which = (round + slot) % names.len();
+            let t = Instant::now();
+            for _ in 0..OPS {
+                match which {
+                    0 => raw::get_device().map(drop)?,
+                    1 => raw::set_device(platform.device_ordinal())?,
+                    2 => {
+                        let ev = RawEvent::new()?;
+                        ev.record(&rs)?;
+                        drop(black_box(ev));
+                    }
+                    3 => reused.record(&rs)?,
+                    4 => rs.wait(&reused)?,
+                    5 => {
+                        black_box(reused.query()?);
+                    }
+                    6 => {
+                        let ev = platform.record(&mut ps).map_err(e("record"))?;
+                        drop(black_box(ev));
+                    }
+                    7 => platform.wait(&mut ps, &passed).map_err(e("wait"))?,
+                    _ => {
+                        black_box(platform.query(&passed).map_err(e("query"))?);
+                    }
+                }
+            }
+            if round > 0 {
+                s[which].push(ns(t), OPS);
+            }
+            rs.sync()?;
+            ps.synchronize().map_err(e("synchronize"))?;
+        }
+    }
+    println!("\n5. Building blocks, {OPS} calls per round, {ROUNDS} rounds");
+    println!("  {:<52} {:>10} {:>10}", "", "median", "fastest");
+    for (name, samples) in names.iter().zip(&s) {
+        println!(
+            "  {name:<52} {:>10.0} {:>10.0}  ns/call",
+            samples.median(),
+            samples.min()
+        );
+    }
     Ok(())
 }
 
+/// The three figures the launch-path budget is judged by, with targets.
+#[derive(Default)]
+struct Budget {
+    launch: Option<f64>,
+    pipeline: Option<f64>,
+    alloc: Option<f64>,
+}
+
+impl Budget {
+    fn print(&self) {
+        println!("\nbudget (medians, this run):");
+        let line = |name: &str, value: Option<f64>, target: f64| match value {
+            Some(v) => println!(
+                "  {name:<58} {v:>7.3}  target <= {target:.2}  {}",
+                if v <= target { "met" } else { "MISSED" }
+            ),
+            None => println!("  {name:<58}     n/a  (section not run or failed)"),
+        };
+        line(
+            "Device::launch / bare hipModuleLaunchKernel",
+            self.launch,
+            1.05,
+        );
+        line(
+            "two-stream pipeline: Device / hand-placed events",
+            self.pipeline,
+            1.05,
+        );
+        line(
+            "Device::alloc+drop / MemoryManager reserve+free (1 MiB)",
+            self.alloc,
+            2.0,
+        );
+    }
+}
+
+const SECTIONS: [&str; 5] = ["launches", "allocations", "pipeline", "chain", "primitives"];
+
 fn run() -> R<bool> {
+    // Section names on the command line run only those (flags such as
+    // `--bench` are ignored).
+    let wanted: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    if let Some(bad) = wanted.iter().find(|w| !SECTIONS.contains(&w.as_str())) {
+        return Err(format!(
+            "unknown section {bad}; sections: {}",
+            SECTIONS.join(", ")
+        ));
+    }
     let platform = match HipPlatform::new() {
         Ok(p) => p,
         Err(err) if err.kind() == ErrorKind::NotAvailable => {
@@ -653,16 +817,30 @@ fn run() -> R<bool> {
         props.total_memory >> 20
     );
     let dev = Device::new(platform, DeviceConfig::with_streams(1)).map_err(e("Device::new"))?;
+    let budget = std::cell::RefCell::new(Budget::default());
     // Each section runs even when an earlier one failed; the run fails at
     // the end if any did.
-    let sections: [(&str, &dyn Fn() -> R<()>); 4] = [
-        ("launches", &|| launches(&dev)),
-        ("allocations", &|| allocations(&dev)),
-        ("pipeline", &pipeline),
+    let sections: [(&str, &dyn Fn() -> R<()>); 5] = [
+        ("launches", &|| {
+            budget.borrow_mut().launch = Some(launches(&dev)?);
+            Ok(())
+        }),
+        ("allocations", &|| {
+            budget.borrow_mut().alloc = Some(allocations(&dev)?);
+            Ok(())
+        }),
+        ("pipeline", &|| {
+            budget.borrow_mut().pipeline = Some(pipeline()?);
+            Ok(())
+        }),
         ("chain", &|| chain(&dev)),
+        ("primitives", &primitives),
     ];
     let mut failed = Vec::new();
     for (name, section) in sections {
+        if !wanted.is_empty() && !wanted.iter().any(|w| w == name) {
+            continue;
+        }
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(section));
         let err = match outcome {
             Ok(Ok(())) => continue,
@@ -673,6 +851,7 @@ fn run() -> R<bool> {
         failed.push(name);
     }
     dev.sync_all().map_err(e("sync_all"))?;
+    budget.borrow().print();
     if failed.is_empty() {
         println!("\nall sections ran; every result checked");
         Ok(true)

@@ -21,6 +21,7 @@ static CUresult (*p_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
 static CUresult (*p_cuModuleUnload)(CUmodule);
 static CUresult (*p_cuLaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
                                     unsigned int, unsigned int, unsigned int, CUstream, void **, void **);
+static CUresult (*p_cuFuncGetAttribute)(int *, CUfunction_attribute, CUfunction);
 
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 static hipError_t resolve_status = hipErrorNotInitialized;
@@ -44,7 +45,8 @@ static void resolve(void) {
         resolve_one("cuModuleLoadData", (void **)&p_cuModuleLoadData) &&
         resolve_one("cuModuleGetFunction", (void **)&p_cuModuleGetFunction) &&
         resolve_one("cuModuleUnload", (void **)&p_cuModuleUnload) &&
-        resolve_one("cuLaunchKernel", (void **)&p_cuLaunchKernel)) {
+        resolve_one("cuLaunchKernel", (void **)&p_cuLaunchKernel) &&
+        resolve_one("cuFuncGetAttribute", (void **)&p_cuFuncGetAttribute)) {
         resolve_status = hipSuccess;
     }
 }
@@ -139,5 +141,17 @@ HIP_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gx, unsig
         cuda_extra[n] = CU_LAUNCH_PARAM_END;
         translated = cuda_extra;
     }
-    return TR(p_cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, (CUstream)stream, params, translated));
+    CUresult r = p_cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, (CUstream)stream, params, translated);
+    if (r == CUDA_ERROR_INVALID_VALUE) {
+        /* The driver API answers a block larger than the kernel allows with
+         * a generic invalid value; HIP (and CUDA's runtime) name it an
+         * invalid configuration. Only looked at on this error path. */
+        int max_threads = 0;
+        unsigned long long threads = (unsigned long long)bx * by * bz;
+        if (p_cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f) == CUDA_SUCCESS &&
+            max_threads > 0 && threads > (unsigned long long)max_threads) {
+            return hipErrorInvalidConfiguration;
+        }
+    }
+    return TR(r);
 }

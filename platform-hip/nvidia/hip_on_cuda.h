@@ -31,6 +31,7 @@ enum {
     hipSuccess = 0,
     hipErrorInvalidValue = 1,
     hipErrorNotInitialized = 3,
+    hipErrorInvalidConfiguration = 9,
     hipErrorInsufficientDriver = 35,
     hipErrorInvalidDeviceFunction = 98,
     hipErrorNoDevice = 100,

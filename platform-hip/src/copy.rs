@@ -1,62 +1,89 @@
-//! Asynchronous copies between pinned host pages and device pages.
+//! Asynchronous copies between pinned host pages and device pages. Every
+//! range is checked against the platform's live pages first, and the pages
+//! stay locked (shared) until the copy is queued: a copy never touches
+//! memory the platform did not hand out, or has freed.
 
 use std::ffi::c_void;
 
 use cubecl_hip_sys as hip;
-use streamcore::platform::{DeviceRange, HostRange, PageId};
+use streamcore::platform::{DeviceRange, HostRange};
 
 use crate::error::{HipError, check};
+use crate::pages::PageUse;
+use crate::shared::Shared;
 use crate::stream::HipStream;
 
-/// The address of the byte at `offset` in the page `page` (page ids are
-/// addresses on this platform).
-pub(crate) fn address(call: &'static str, page: PageId, offset: u64) -> Result<u64, HipError> {
-    page.0
-        .checked_add(offset)
-        .ok_or_else(|| HipError::invalid(call, "page address + offset overflows"))
-}
+const CALL: &str = "hipMemcpyAsync";
 
-/// The host address of a range, refused unless it lies inside a live pinned
-/// page of this platform: a copy never touches host memory the platform did
-/// not hand out.
-fn host_address(stream: &HipStream, call: &'static str, range: HostRange) -> Result<u64, HipError> {
-    let start = address(call, range.page, range.offset)?;
-    if stream.shared.host_range_is_live(start, range.len) {
-        Ok(start)
-    } else {
-        Err(HipError::invalid(
-            call,
-            "host range outside every live pinned page",
-        ))
-    }
-}
-
-fn length(call: &'static str, src: u64, dst: u64) -> Result<usize, HipError> {
+fn length(src: u64, dst: u64) -> Result<usize, HipError> {
     if src != dst {
         return Err(HipError::invalid(
-            call,
+            CALL,
             "source and destination lengths differ",
         ));
     }
-    usize::try_from(src).map_err(|_| HipError::invalid(call, "length exceeds the address space"))
+    usize::try_from(src).map_err(|_| HipError::invalid(CALL, "length exceeds the address space"))
 }
 
-fn copy(
-    stream: &mut HipStream,
-    dst: u64,
-    src: u64,
-    len: usize,
-    kind: hip::hipMemcpyKind,
-) -> Result<(), HipError> {
+/// Which pages a copy reads and writes.
+#[derive(Clone, Copy)]
+enum Ends {
+    ToDevice(HostRange, DeviceRange),
+    ToHost(DeviceRange, HostRange),
+    DeviceToDevice(DeviceRange, DeviceRange),
+}
+
+/// Checks both ends, then queues the copy while the pages stay locked.
+fn queue(shared: &Shared, stream: &mut HipStream, ends: Ends) -> Result<(), HipError> {
+    stream.check_owner(shared, CALL)?;
+    let device = shared.pages.device();
+    let host = match ends {
+        Ends::DeviceToDevice(..) => None,
+        _ => Some(shared.pages.host()),
+    };
+    let dev = |r: DeviceRange| device.address(CALL, r.page, r.offset, r.len);
+    let pinned = |r: HostRange| match &host {
+        Some(view) => view.address(CALL, r.page, r.offset, r.len),
+        None => Err(HipError::invalid(CALL, "no host side")),
+    };
+    let (src, dst, len, kind, uses) = match ends {
+        Ends::ToDevice(s, d) => (
+            pinned(s)?,
+            dev(d)?,
+            length(s.len, d.len)?,
+            hip::hipMemcpyKind_hipMemcpyHostToDevice,
+            [PageUse::host(s), PageUse::device(d)],
+        ),
+        Ends::ToHost(s, d) => (
+            dev(s)?,
+            pinned(d)?,
+            length(s.len, d.len)?,
+            hip::hipMemcpyKind_hipMemcpyDeviceToHost,
+            [PageUse::device(s), PageUse::host(d)],
+        ),
+        Ends::DeviceToDevice(s, d) => (
+            dev(s)?,
+            dev(d)?,
+            length(s.len, d.len)?,
+            hip::hipMemcpyKind_hipMemcpyDeviceToDevice,
+            [PageUse::device(s), PageUse::device(d)],
+        ),
+    };
     if len == 0 {
         return Ok(());
     }
-    // SAFETY: a host side was checked to lie inside a live pinned page of
-    // this platform, and pinned pages are freed only by `hipHostFree`, which
-    // waits for queued copies; so host memory outside those pages is never
-    // touched. Device addresses are only dereferenced by the device (a bad
-    // one faults there, reported as a HIP error, not host memory damage).
-    // The stream is live; `kind` names the direction exactly.
+    for u in uses {
+        stream.note(u);
+    }
+    shared.make_current()?;
+    // SAFETY: both sides were checked to lie inside live pages this
+    // platform handed out (device pages of its device storages, pinned
+    // pages of its host storages), `len` bytes from their addresses, and
+    // the views keep those pages from being released until the copy is
+    // queued; a release is followed by `hipFree`/`hipHostFree`, which wait
+    // for queued copies. So the copy touches only memory the platform owns.
+    // The stream is live and belongs to this platform, whose device is
+    // current; `kind` names the direction exactly.
     let status = unsafe {
         hip::hipMemcpyAsync(
             dst as *mut c_void,
@@ -66,62 +93,37 @@ fn copy(
             stream.raw,
         )
     };
-    check("hipMemcpyAsync", status)
+    drop(host);
+    drop(device);
+    check(CALL, status)
 }
 
 /// Queues pinned host → device.
 pub(crate) fn to_device(
+    shared: &Shared,
     stream: &mut HipStream,
     src: HostRange,
     dst: DeviceRange,
 ) -> Result<(), HipError> {
-    const CALL: &str = "hipMemcpyAsync";
-    let len = length(CALL, src.len, dst.len)?;
-    let from = host_address(stream, CALL, src)?;
-    let to = address(CALL, dst.page, dst.offset)?;
-    copy(
-        stream,
-        to,
-        from,
-        len,
-        hip::hipMemcpyKind_hipMemcpyHostToDevice,
-    )
+    queue(shared, stream, Ends::ToDevice(src, dst))
 }
 
 /// Queues device → pinned host.
 pub(crate) fn to_host(
+    shared: &Shared,
     stream: &mut HipStream,
     src: DeviceRange,
     dst: HostRange,
 ) -> Result<(), HipError> {
-    const CALL: &str = "hipMemcpyAsync";
-    let len = length(CALL, src.len, dst.len)?;
-    let from = address(CALL, src.page, src.offset)?;
-    let to = host_address(stream, CALL, dst)?;
-    copy(
-        stream,
-        to,
-        from,
-        len,
-        hip::hipMemcpyKind_hipMemcpyDeviceToHost,
-    )
+    queue(shared, stream, Ends::ToHost(src, dst))
 }
 
 /// Queues device → device.
 pub(crate) fn device_to_device(
+    shared: &Shared,
     stream: &mut HipStream,
     src: DeviceRange,
     dst: DeviceRange,
 ) -> Result<(), HipError> {
-    const CALL: &str = "hipMemcpyAsync";
-    let len = length(CALL, src.len, dst.len)?;
-    let from = address(CALL, src.page, src.offset)?;
-    let to = address(CALL, dst.page, dst.offset)?;
-    copy(
-        stream,
-        to,
-        from,
-        len,
-        hip::hipMemcpyKind_hipMemcpyDeviceToDevice,
-    )
+    queue(shared, stream, Ends::DeviceToDevice(src, dst))
 }

@@ -1,21 +1,35 @@
-//! Fences: HIP events with timing disabled, recorded once, destroyed once.
+//! Fences: HIP events with timing disabled, recorded once per use, pooled
+//! for reuse by their platform.
 
 use std::ptr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cubecl_hip_sys as hip;
 use streamcore::platform::ErrorKind;
 
 use crate::error::{HipError, check};
-use crate::shared::Shared;
+use crate::shared::{Shared, ensure_current};
 use crate::stream::HipStream;
 
 /// A point recorded on a stream (a HIP event created with
-/// `hipEventDisableTiming`). Dropping it destroys the event exactly once;
-/// the runtime keeps it alive while queued waits still use it.
+/// `hipEventDisableTiming`).
+///
+/// Dropping it hands the driver event back to its platform's small pool, so
+/// the next `record` re-records it instead of creating one (creating and
+/// destroying an event costs more than recording one); events recorded
+/// inside a capture, and any beyond the pool's bound, are destroyed. A wait
+/// already queued on a re-recorded event still waits for the record it saw
+/// (HIP's rule for `hipStreamWaitEvent`). Once a query found the event
+/// passed, later queries answer from memory.
 #[derive(Debug)]
 pub struct HipEvent {
     raw: hip::hipEvent_t,
     captured: bool,
+    /// A query or synchronization saw the event pass.
+    passed: AtomicBool,
+    /// The platform the event belongs to (its device and event pool).
+    shared: Arc<Shared>,
 }
 
 // SAFETY: a HIP event handle is a process-wide object the runtime lets any
@@ -27,17 +41,29 @@ unsafe impl Send for HipEvent {}
 unsafe impl Sync for HipEvent {}
 
 impl HipEvent {
-    /// Creates an event and records it after the work queued on `stream`.
-    pub(crate) fn record(stream: &mut HipStream) -> Result<Self, HipError> {
-        let mut raw: hip::hipEvent_t = ptr::null_mut();
-        // SAFETY: `raw` is a valid out-pointer for one event handle; the
-        // flag is one HIP defines.
-        let status = unsafe { hip::hipEventCreateWithFlags(&mut raw, hip::hipEventDisableTiming) };
-        check("hipEventCreateWithFlags", status)?;
-        // Owned from here on, so an error below still destroys it.
+    /// Creates an event and records it after the work queued on `stream`
+    /// (a stream of the platform `shared` belongs to).
+    pub(crate) fn record(shared: &Shared, stream: &mut HipStream) -> Result<Self, HipError> {
+        stream.check_owner(shared, "hipEventRecord")?;
+        shared.make_current()?;
+        let raw = match shared.take_event() {
+            Some(raw) => raw,
+            None => {
+                let mut raw: hip::hipEvent_t = ptr::null_mut();
+                // SAFETY: `raw` is a valid out-pointer for one event handle;
+                // the flag is one HIP defines; the device is current.
+                let status =
+                    unsafe { hip::hipEventCreateWithFlags(&mut raw, hip::hipEventDisableTiming) };
+                check("hipEventCreateWithFlags", status)?;
+                raw
+            }
+        };
+        // Owned from here on, so an error below still releases it.
         let event = Self {
             raw,
             captured: stream.is_capturing(),
+            passed: AtomicBool::new(false),
+            shared: Arc::clone(&stream.shared),
         };
         // SAFETY: the event and the stream are live handles.
         check("hipEventRecord", unsafe {
@@ -56,7 +82,9 @@ impl HipEvent {
     }
 
     /// Makes work queued on `stream` from now on wait for this event.
-    pub(crate) fn wait_on(&self, stream: &mut HipStream) -> Result<(), HipError> {
+    pub(crate) fn wait_on(&self, shared: &Shared, stream: &mut HipStream) -> Result<(), HipError> {
+        stream.check_owner(shared, "hipStreamWaitEvent")?;
+        shared.make_current()?;
         // SAFETY: the stream and the event are live handles; flag 0 is
         // `hipEventWaitDefault`.
         check("hipStreamWaitEvent", unsafe {
@@ -66,9 +94,13 @@ impl HipEvent {
 
     /// Non-blocking: whether the work before the event has completed.
     pub(crate) fn query(&self) -> Result<bool, HipError> {
+        if self.passed.load(Ordering::Relaxed) {
+            return Ok(true);
+        }
         // SAFETY: the event is a live handle; the call does not block.
         let status = unsafe { hip::hipEventQuery(self.raw) };
         if status == hip::hipError_t_hipSuccess {
+            self.passed.store(true, Ordering::Relaxed);
             Ok(true)
         } else if status == hip::hipError_t_hipErrorNotReady {
             Ok(false)
@@ -90,18 +122,44 @@ impl HipEvent {
                 "a host synchronization while a stream is capturing; the capture is invalidated",
             ));
         }
+        if self.passed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         // SAFETY: the event is a live handle.
         check("hipEventSynchronize", unsafe {
             hip::hipEventSynchronize(self.raw)
-        })
+        })?;
+        self.passed.store(true, Ordering::Relaxed);
+        Ok(())
     }
 }
 
 impl Drop for HipEvent {
     fn drop(&mut self) {
-        // SAFETY: `self.raw` is a live event owned by `self`, destroyed
-        // exactly once here; HIP defers the release while queued waits still
-        // reference it. A failure cannot be reported from `drop`.
-        let _ = unsafe { hip::hipEventDestroy(self.raw) };
+        let raw = std::mem::replace(&mut self.raw, ptr::null_mut());
+        if raw.is_null() {
+            return;
+        }
+        // Back to the pool unless captured: the next `record` re-records it
+        // (a wait already queued on it keeps waiting for the record it saw).
+        let spare = if self.captured {
+            Some(raw)
+        } else {
+            self.shared.give_back_event(raw)
+        };
+        if let Some(raw) = spare {
+            destroy(self.shared.device, raw);
+        }
     }
+}
+
+/// Destroys an event created on `device`.
+pub(crate) fn destroy(device: i32, raw: hip::hipEvent_t) {
+    // A failure cannot be reported from `drop`; the destroy then fails
+    // harmlessly.
+    let _ = ensure_current(device);
+    // SAFETY: `raw` is a live event this crate created, owned by the caller
+    // and destroyed exactly once here; HIP defers the release while queued
+    // waits still reference it.
+    let _ = unsafe { hip::hipEventDestroy(raw) };
 }

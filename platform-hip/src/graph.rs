@@ -7,6 +7,8 @@ use cubecl_hip_sys as hip;
 use streamcore::platform::ErrorKind;
 
 use crate::error::{HipError, check};
+use crate::pages::{PageUse, all_live, merge_uses};
+use crate::shared::{Shared, ensure_current};
 use crate::stream::HipStream;
 
 /// How streams capture: relaxed, so a non-blocking `query` of an earlier
@@ -19,10 +21,19 @@ const CAPTURE_MODE: hip::hipStreamCaptureMode =
 /// A sealed capture: the graph and its executable instance. Both are
 /// destroyed exactly once, by [`crate::HipPlatform`]'s `destroy_graph` or
 /// when dropped.
+///
+/// A replay touches the addresses the capture recorded, so the graph keeps
+/// the pages its recorded copies and launches used, and a replay is refused
+/// once any of them is no longer a live page of the platform (a storage
+/// handed it back): a graph never writes memory the platform gave up.
 #[derive(Debug)]
 pub struct HipGraph {
     graph: hip::hipGraph_t,
     exec: hip::hipGraphExec_t,
+    /// The device the graph was captured on.
+    device: i32,
+    /// The pages the recorded work touches (merged, one entry per page).
+    pages: Box<[PageUse]>,
 }
 
 // SAFETY: graph and executable-graph handles are process-wide objects that
@@ -33,8 +44,9 @@ unsafe impl Send for HipGraph {}
 unsafe impl Sync for HipGraph {}
 
 /// Starts capturing `stream`.
-pub(crate) fn begin(stream: &mut HipStream) -> Result<(), HipError> {
+pub(crate) fn begin(shared: &Shared, stream: &mut HipStream) -> Result<(), HipError> {
     const CALL: &str = "hipStreamBeginCapture";
+    stream.check_owner(shared, CALL)?;
     if stream.capture.is_some() {
         return Err(HipError::platform(
             CALL,
@@ -44,18 +56,21 @@ pub(crate) fn begin(stream: &mut HipStream) -> Result<(), HipError> {
             "the stream is already capturing",
         ));
     }
+    shared.make_current()?;
     // SAFETY: the stream is live and not capturing; the mode is one HIP
     // defines.
     check(CALL, unsafe {
         hip::hipStreamBeginCapture(stream.raw, CAPTURE_MODE)
     })?;
+    stream.captured_pages.clear();
     stream.capture = Some(stream.shared.capture_begun());
     Ok(())
 }
 
 /// Ends the capture of `stream` and instantiates what it recorded.
-pub(crate) fn end(stream: &mut HipStream) -> Result<HipGraph, HipError> {
+pub(crate) fn end(shared: &Shared, stream: &mut HipStream) -> Result<HipGraph, HipError> {
     const CALL: &str = "hipStreamEndCapture";
+    stream.check_owner(shared, CALL)?;
     let Some(epoch) = stream.capture.take() else {
         return Err(HipError::platform(
             CALL,
@@ -65,14 +80,21 @@ pub(crate) fn end(stream: &mut HipStream) -> Result<HipGraph, HipError> {
             "the stream is not capturing",
         ));
     };
+    // Leaving the capture cannot wait for the device switch: a failure to
+    // make the device current shows in `hipStreamEndCapture`'s status.
+    let _ = shared.make_current();
     let mut raw: hip::hipGraph_t = ptr::null_mut();
     // SAFETY: the stream is live and capturing; `raw` is a valid out-pointer.
     let status = unsafe { hip::hipStreamEndCapture(stream.raw, &mut raw) };
     stream.shared.capture_ended();
+    let mut pages = core::mem::take(&mut stream.captured_pages);
+    merge_uses(&mut pages);
     // Owned from here on: every early return below destroys it.
     let mut graph = HipGraph {
         graph: raw,
         exec: ptr::null_mut(),
+        device: shared.device,
+        pages: pages.into_boxed_slice(),
     };
     check(CALL, status)?;
     if stream.shared.doomed_since(epoch) {
@@ -101,13 +123,34 @@ pub(crate) fn end(stream: &mut HipStream) -> Result<HipGraph, HipError> {
 }
 
 impl HipGraph {
-    /// Queues one replay on `stream`.
-    pub(crate) fn launch(&self, stream: &mut HipStream) -> Result<(), HipError> {
+    /// Queues one replay on `stream`, refused when a page the recorded
+    /// work touches is no longer live.
+    pub(crate) fn launch(&self, shared: &Shared, stream: &mut HipStream) -> Result<(), HipError> {
+        const CALL: &str = "hipGraphLaunch";
+        stream.check_owner(shared, CALL)?;
+        if self.device != shared.device {
+            return Err(HipError::invalid(
+                CALL,
+                "a graph captured on another device",
+            ));
+        }
+        let (device, host) = (shared.pages.device(), shared.pages.host());
+        if !all_live(&device, &host, &self.pages) {
+            return Err(HipError::invalid(
+                CALL,
+                "a page the graph touches is no longer live",
+            ));
+        }
+        shared.make_current()?;
         // SAFETY: the executable graph is live (owned by `self`) and the
-        // stream is live.
-        check("hipGraphLaunch", unsafe {
-            hip::hipGraphLaunch(self.exec, stream.raw)
-        })
+        // stream is live and belongs to this platform, whose device is
+        // current. Every page the recorded work touches is still a live page
+        // of this platform, at least as large as the capture used it, and
+        // the views keep them from being released until the replay is
+        // queued; so the replay touches only memory the platform owns.
+        let status = unsafe { hip::hipGraphLaunch(self.exec, stream.raw) };
+        drop((device, host));
+        check(CALL, status)
     }
 
     /// Destroys the executable graph and the graph, reporting the first
@@ -117,6 +160,10 @@ impl HipGraph {
     }
 
     fn release(&mut self) -> Result<(), HipError> {
+        if !self.exec.is_null() || !self.graph.is_null() {
+            // A failure shows in the destroy calls' statuses.
+            let _ = ensure_current(self.device);
+        }
         let exec = core::mem::replace(&mut self.exec, ptr::null_mut());
         let graph = core::mem::replace(&mut self.graph, ptr::null_mut());
         let mut first = Ok(());

@@ -58,7 +58,7 @@ impl HipHostStorage {
         Ok((page.0 + offset) as *mut u8)
     }
 
-    fn release(shared: &Shared, queue: &mut Vec<u64>) -> Result<(), HipError> {
+    fn release(queue: &mut Vec<u64>) -> Result<(), HipError> {
         while let Some(&address) = queue.last() {
             // SAFETY: `address` came from `hipHostMalloc`, left the live set
             // in `dealloc`, and is freed exactly once (popped only after
@@ -67,7 +67,6 @@ impl HipHostStorage {
                 hip::hipHostFree(address as *mut c_void)
             })?;
             queue.pop();
-            shared.host_page_removed(address);
         }
         Ok(())
     }
@@ -98,6 +97,8 @@ impl Storage for HipHostStorage {
 
     fn dealloc(&mut self, page: PageId) {
         if self.live.remove(&page.0).is_some() {
+            // No copy may name the page from now on.
+            self.shared.host_page_retired(page.0);
             self.pending.push(page.0);
         }
     }
@@ -106,7 +107,10 @@ impl Storage for HipHostStorage {
         if self.pending.is_empty() || self.shared.capturing() {
             return Ok(());
         }
-        Self::release(&self.shared, &mut self.pending)
+        self.shared.make_current()?;
+        // Waits for calls still queueing copies on these pages.
+        self.shared.host_pages_released(&self.pending);
+        Self::release(&mut self.pending)
     }
 }
 
@@ -134,9 +138,14 @@ impl HostStorage for HipHostStorage {
 
 impl Drop for HipHostStorage {
     fn drop(&mut self) {
+        for &page in self.live.keys() {
+            self.shared.host_page_retired(page);
+        }
         self.pending.extend(self.live.keys().copied());
         self.live.clear();
+        self.shared.host_pages_released(&self.pending);
         // A failure cannot be reported from `drop`; the rest are leaked.
-        let _ = Self::release(&self.shared, &mut self.pending);
+        let _ = self.shared.make_current();
+        let _ = Self::release(&mut self.pending);
     }
 }

@@ -15,6 +15,16 @@
 //! Sizes, shapes and scalars travel in a binding of their own (an info
 //! buffer), never as by-value arguments. The entry point must be
 //! `extern "C"` so its symbol is the [`KernelSource::name`] unmangled.
+//!
+//! # What the platform checks, and what the kernel promises
+//!
+//! A launch passes exactly [`KernelSource::bindings`] arguments (any other
+//! count is refused, so no parameter is ever left unset), and every binding
+//! must lie inside a live device page of the platform (refused otherwise).
+//! The kernel's source is trusted code, like any foreign function: it must
+//! take exactly the declared number of pointer parameters and touch only the
+//! bytes of its bindings. The platform cannot check what compiled code does
+//! with the addresses it is given.
 
 use std::ffi::{CString, c_char, c_void};
 use std::ptr;
@@ -23,14 +33,16 @@ use std::vec::Vec;
 use cubecl_hip_sys as hip;
 use streamcore::platform::{Binding, KernelSource, LaunchDims};
 
-use crate::copy::address;
 use crate::error::{HipError, check, check_rtc};
-use crate::shared::Shared;
+use crate::shared::{Shared, ensure_current};
 use crate::stream::HipStream;
 
 /// The most bindings one launch may pass (the argument array lives on the
 /// stack, so a launch allocates nothing).
 pub const MAX_BINDINGS: usize = 64;
+
+/// Launches with at most this many bindings use arrays of this size.
+const SMALL: usize = 8;
 
 /// A loaded kernel: the module and the entry point inside it. Dropping it
 /// unloads the module; graphs that launch it must be destroyed first.
@@ -40,6 +52,8 @@ pub struct HipKernel {
     function: hip::hipFunction_t,
     /// The parameter count declared at load ([`KernelSource::bindings`]).
     bindings: usize,
+    /// The device the module was loaded on.
+    device: i32,
 }
 
 // SAFETY: module and function handles are process-wide objects that HIP lets
@@ -125,6 +139,13 @@ impl Drop for Program {
 impl HipKernel {
     /// Compiles `source.source`, loads it and looks up `source.name`.
     pub(crate) fn load(shared: &Shared, source: &KernelSource<'_>) -> Result<Self, HipError> {
+        if source.bindings > MAX_BINDINGS {
+            return Err(HipError::invalid(
+                "hipModuleLoadData",
+                "the kernel declares more bindings than MAX_BINDINGS",
+            )
+            .in_kernel_context());
+        }
         let text = CString::new(source.source).map_err(|_| {
             HipError::invalid("hiprtcCreateProgram", "source contains a NUL byte")
                 .in_kernel_context()
@@ -148,6 +169,7 @@ impl HipKernel {
             module,
             function: ptr::null_mut(),
             bindings: source.bindings,
+            device: shared.device,
         };
         // SAFETY: the module is live; `function` is a valid out-pointer and
         // `name` a NUL-terminated string.
@@ -164,33 +186,77 @@ impl HipKernel {
         self.bindings
     }
 
-    /// Queues one launch on `stream`; see the module docs for the ABI.
+    /// Queues one launch on `stream`; see the module docs for the ABI and
+    /// what is checked.
     pub(crate) fn launch(
         &self,
+        shared: &Shared,
         stream: &mut HipStream,
         dims: LaunchDims,
         bindings: &[Binding],
     ) -> Result<(), HipError> {
         const CALL: &str = "hipModuleLaunchKernel";
-        if bindings.len() > MAX_BINDINGS {
-            return Err(HipError::invalid(CALL, "more bindings than MAX_BINDINGS"));
+        if bindings.len() != self.bindings {
+            return Err(HipError::invalid(
+                CALL,
+                "the binding count differs from the kernel's declared count",
+            ));
         }
-        let mut pointers: [*mut c_void; MAX_BINDINGS] = [ptr::null_mut(); MAX_BINDINGS];
-        for (slot, binding) in pointers.iter_mut().zip(bindings) {
-            *slot = address(CALL, binding.range.page, binding.range.offset)? as *mut c_void;
+        if self.device != shared.device {
+            return Err(HipError::invalid(CALL, "a kernel loaded on another device"));
         }
-        let mut params: [*mut c_void; MAX_BINDINGS] = [ptr::null_mut(); MAX_BINDINGS];
-        for (param, pointer) in params.iter_mut().zip(pointers.iter_mut()) {
+        stream.check_owner(shared, CALL)?;
+        // Argument arrays on the stack, sized for the common case so a
+        // launch initializes little (and allocates nothing).
+        if bindings.len() <= SMALL {
+            self.queue::<SMALL>(shared, stream, dims, bindings)
+        } else {
+            self.queue::<MAX_BINDINGS>(shared, stream, dims, bindings)
+        }
+    }
+
+    /// The launch itself, with argument arrays of `N >= bindings.len()`
+    /// slots (the count was checked against the declaration, which is at
+    /// most `MAX_BINDINGS`).
+    #[inline]
+    fn queue<const N: usize>(
+        &self,
+        shared: &Shared,
+        stream: &mut HipStream,
+        dims: LaunchDims,
+        bindings: &[Binding],
+    ) -> Result<(), HipError> {
+        const CALL: &str = "hipModuleLaunchKernel";
+        debug_assert!(bindings.len() <= N);
+        // The view keeps the pages from being released until the launch is
+        // queued.
+        let pages = shared.pages.device();
+        let mut pointers: [*mut c_void; N] = [ptr::null_mut(); N];
+        pages.bindings(CALL, bindings, &mut pointers)?;
+        stream.note_bindings(bindings);
+        shared.make_current()?;
+        let mut params: [*mut c_void; N] = [ptr::null_mut(); N];
+        for (param, pointer) in params
+            .iter_mut()
+            .zip(pointers.iter_mut())
+            .take(bindings.len())
+        {
             *param = ptr::from_mut(pointer).cast::<c_void>();
         }
         let [gx, gy, gz] = dims.grid;
         let [bx, by, bz] = dims.block;
-        // SAFETY: the function belongs to a live module owned by `self`;
-        // the stream is live. `params` holds one pointer per kernel argument
-        // (the ABI: one device pointer per binding, in order), each pointing
-        // at a pointer-sized slot of `pointers`, both alive until the call
-        // returns (HIP copies argument values at launch). `extra` is null.
-        // The device addresses are only dereferenced by the device.
+        // SAFETY: the function belongs to a live module owned by `self`,
+        // loaded on this platform's device, which is current; the stream is
+        // live and belongs to this platform. The kernel declared
+        // `self.bindings` parameters and exactly that many bindings were
+        // given (at most `N`), each checked to lie inside a live device page
+        // of this platform, which `pages` keeps from being released (and
+        // freed) until the call returns; `params` holds a pointer to each
+        // argument's pointer-sized slot in `pointers`, both alive until the
+        // call returns (HIP copies argument values at launch). `extra` is
+        // null. The device addresses are only dereferenced by the device, by
+        // a kernel whose source promises to stay inside its bindings (the
+        // module docs).
         let status = unsafe {
             hip::hipModuleLaunchKernel(
                 self.function,
@@ -206,12 +272,16 @@ impl HipKernel {
                 ptr::null_mut(),
             )
         };
+        drop(pages);
         check(CALL, status)
     }
 }
 
 impl Drop for HipKernel {
     fn drop(&mut self) {
+        // A module is unloaded from its own device's context. A failure
+        // cannot be reported from `drop`; the unload then fails harmlessly.
+        let _ = ensure_current(self.device);
         // SAFETY: the module is live, owned by `self`, unloaded exactly once
         // here. A failure cannot be reported from `drop`.
         let _ = unsafe { hip::hipModuleUnload(self.module) };

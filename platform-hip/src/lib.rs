@@ -37,6 +37,7 @@ mod event;
 mod graph;
 mod host_storage;
 pub mod kernel;
+mod pages;
 mod platform;
 mod properties;
 mod shared;

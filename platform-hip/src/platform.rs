@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use cubecl_hip_sys as hip;
 use streamcore::platform::{
-    Binding, DeviceProperties, DeviceRange, ErrorKind, HostRange, KernelSource, LaunchDims,
-    Platform,
+    Binding, Capabilities, DeviceProperties, DeviceRange, ErrorKind, GraphCapture, HostRange,
+    KernelSource, LaunchDims, Platform,
 };
 
 use crate::copy;
@@ -25,6 +25,32 @@ use crate::stream::HipStream;
 /// from `$ROCM_PATH/lib`, `$HIP_PATH/lib` or the system's library path),
 /// initializes it, and reads the device's properties. No runtime, no device
 /// or a bad ordinal is an error of kind [`ErrorKind::NotAvailable`].
+///
+/// # Safety contract
+///
+/// No safe call makes the platform touch memory it does not own:
+/// - every device range (copies, launch bindings) must lie inside a live
+///   page of one of this platform's device storages, and every host range
+///   inside a live pinned page of one of its host storages — a page leaves
+///   the live set at its `dealloc`; anything else is refused with
+///   [`ErrorKind::InvalidValue`] before any driver call;
+/// - a launch passes exactly the kernel's declared
+///   [`KernelSource::bindings`];
+/// - a graph replay is refused once a page its recorded work touches is no
+///   longer live;
+/// - streams, kernels and graphs of another platform (or device) are
+///   refused.
+///
+/// What remains is the kernel's own promise: its source takes the declared
+/// pointer parameters and touches only its bindings (see [`crate::kernel`]).
+///
+/// # Threads and devices
+///
+/// Every call that needs the device makes it current on the calling thread
+/// first; the platform remembers per thread which device it made current,
+/// so this costs a thread-local read when nothing changed. Code that calls
+/// `hipSetDevice` itself on a thread it shares with a platform calls
+/// [`HipPlatform::make_current`] afterwards.
 #[derive(Debug)]
 pub struct HipPlatform {
     shared: Arc<Shared>,
@@ -72,7 +98,7 @@ impl HipPlatform {
             ));
         }
         let shared = Arc::new(Shared::new(device));
-        shared.make_current()?;
+        crate::shared::set_current(device)?;
         let properties = properties::read(&shared)?;
         let name = properties::device_name(&shared)?;
         Ok(Self {
@@ -92,6 +118,13 @@ impl HipPlatform {
         self.shared.device
     }
 
+    /// Makes this platform's device current on the calling thread
+    /// (`hipSetDevice`), also when the platform believes it already is: for
+    /// threads where other code changed the current device.
+    pub fn make_current(&self) -> Result<(), HipError> {
+        crate::shared::set_current(self.shared.device)
+    }
+
     /// Whether any stream of this platform is capturing now.
     pub fn is_capturing(&self) -> bool {
         self.shared.capturing()
@@ -103,12 +136,26 @@ impl Platform for HipPlatform {
     type Event = HipEvent;
     type Storage = HipStorage;
     type HostStorage = HipHostStorage;
-    type Graph = HipGraph;
+    type Capture = Self;
     type Kernel = HipKernel;
     type Error = HipError;
 
     fn properties(&self) -> DeviceProperties {
         self.properties
+    }
+
+    /// Graphs (stream capture) and hiprtc compilation; host-visible device
+    /// memory on an integrated GPU. Events are created without timing.
+    fn capabilities(&self) -> Capabilities {
+        let mut caps = Capabilities::GRAPH_CAPTURE | Capabilities::RUNTIME_COMPILATION;
+        if self.properties.integrated {
+            caps |= Capabilities::HOST_VISIBLE_DEVICE_MEMORY;
+        }
+        caps
+    }
+
+    fn capture(&self) -> Option<&Self> {
+        Some(self)
     }
 
     fn create_stream(&self) -> Result<HipStream, HipError> {
@@ -124,11 +171,11 @@ impl Platform for HipPlatform {
     }
 
     fn record(&self, stream: &mut HipStream) -> Result<HipEvent, HipError> {
-        HipEvent::record(stream)
+        HipEvent::record(&self.shared, stream)
     }
 
     fn wait(&self, stream: &mut HipStream, event: &HipEvent) -> Result<(), HipError> {
-        event.wait_on(stream)
+        event.wait_on(&self.shared, stream)
     }
 
     fn query(&self, event: &HipEvent) -> Result<bool, HipError> {
@@ -145,7 +192,7 @@ impl Platform for HipPlatform {
         src: HostRange,
         dst: DeviceRange,
     ) -> Result<(), HipError> {
-        copy::to_device(stream, src, dst)
+        copy::to_device(&self.shared, stream, src, dst)
     }
 
     fn copy_to_host(
@@ -154,7 +201,7 @@ impl Platform for HipPlatform {
         src: DeviceRange,
         dst: HostRange,
     ) -> Result<(), HipError> {
-        copy::to_host(stream, src, dst)
+        copy::to_host(&self.shared, stream, src, dst)
     }
 
     fn copy_device(
@@ -163,7 +210,7 @@ impl Platform for HipPlatform {
         src: DeviceRange,
         dst: DeviceRange,
     ) -> Result<(), HipError> {
-        copy::device_to_device(stream, src, dst)
+        copy::device_to_device(&self.shared, stream, src, dst)
     }
 
     fn load_kernel(&self, source: &KernelSource<'_>) -> Result<HipKernel, HipError> {
@@ -177,19 +224,23 @@ impl Platform for HipPlatform {
         dims: LaunchDims,
         bindings: &[Binding],
     ) -> Result<(), HipError> {
-        kernel.launch(stream, dims, bindings)
+        kernel.launch(&self.shared, stream, dims, bindings)
     }
+}
+
+impl GraphCapture<HipPlatform> for HipPlatform {
+    type Graph = HipGraph;
 
     fn begin_capture(&self, stream: &mut HipStream) -> Result<(), HipError> {
-        graph::begin(stream)
+        graph::begin(&self.shared, stream)
     }
 
     fn end_capture(&self, stream: &mut HipStream) -> Result<HipGraph, HipError> {
-        graph::end(stream)
+        graph::end(&self.shared, stream)
     }
 
     fn launch_graph(&self, stream: &mut HipStream, graph: &HipGraph) -> Result<(), HipError> {
-        graph.launch(stream)
+        graph.launch(&self.shared, stream)
     }
 
     fn destroy_graph(&self, graph: HipGraph) -> Result<(), HipError> {

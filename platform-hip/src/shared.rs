@@ -1,14 +1,46 @@
 //! State shared by a platform and everything it hands out: the device
-//! ordinal, and the bookkeeping that lets a host synchronization during a
-//! capture fail (and doom that capture) the way drivers do.
+//! ordinal, the live pages every range is checked against, and the
+//! bookkeeping that lets a host synchronization during a capture fail (and
+//! doom that capture) the way drivers do.
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use cubecl_hip_sys as hip;
 
 use crate::error::{HipError, check};
+use crate::pages::Pages;
+
+thread_local! {
+    /// The device this crate last made current on this thread (-1: none).
+    static CURRENT: Cell<i32> = const { Cell::new(-1) };
+}
+
+/// Makes `device` the calling thread's current device, calling
+/// `hipSetDevice` only when this crate did not already make it current on
+/// this thread. Every entry point that needs the device calls it: HIP
+/// creates events, streams and allocations on the current device, and a
+/// thread starts on device 0.
+#[inline]
+pub(crate) fn ensure_current(device: i32) -> Result<(), HipError> {
+    if CURRENT.get() == device {
+        return Ok(());
+    }
+    set_current(device)
+}
+
+/// Calls `hipSetDevice` and remembers the answer for this thread.
+#[cold]
+pub(crate) fn set_current(device: i32) -> Result<(), HipError> {
+    // Forget first: if the call fails, the thread's device is unknown.
+    CURRENT.set(-1);
+    // SAFETY: `hipSetDevice` takes the ordinal by value; the runtime was
+    // loaded by the platform's constructor, which also checked the ordinal.
+    check("hipSetDevice", unsafe { hip::hipSetDevice(device) })?;
+    CURRENT.set(device);
+    Ok(())
+}
 
 /// Shared by [`crate::HipPlatform`] and its streams and storages.
 #[derive(Debug)]
@@ -19,10 +51,23 @@ pub(crate) struct Shared {
     captures: AtomicUsize,
     /// Bumped each time an operation dooms every open capture.
     doom_epoch: AtomicU64,
-    /// Live pinned host pages of every host storage of this platform
-    /// (address → size), so copies can refuse host ranges outside them.
-    host_pages: Mutex<BTreeMap<u64, u64>>,
+    /// Live device and pinned host pages of every storage of this platform:
+    /// copies and launches refuse ranges outside them.
+    pub(crate) pages: Pages,
+    /// Driver events no `HipEvent` holds, for `record` to reuse.
+    events: Mutex<Vec<PooledEvent>>,
 }
+
+/// At most this many idle events are kept per platform.
+const EVENT_POOL: usize = 256;
+
+/// An idle driver event of the pool.
+#[derive(Debug)]
+struct PooledEvent(hip::hipEvent_t);
+
+// SAFETY: an event handle is a process-wide object any thread may record,
+// query or destroy; the pool owns the idle ones exclusively.
+unsafe impl Send for PooledEvent {}
 
 impl Shared {
     pub(crate) fn new(device: i32) -> Self {
@@ -30,16 +75,38 @@ impl Shared {
             device,
             captures: AtomicUsize::new(0),
             doom_epoch: AtomicU64::new(0),
-            host_pages: Mutex::new(BTreeMap::new()),
+            pages: Pages::default(),
+            events: Mutex::new(Vec::new()),
         }
     }
 
-    /// Makes this platform's device current on the calling thread.
+    fn event_pool(&self) -> std::sync::MutexGuard<'_, Vec<PooledEvent>> {
+        // A push or pop cannot be left half done: a poisoned lock is safe
+        // to keep using.
+        self.events.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// An idle event of this platform's device, if the pool has one.
+    pub(crate) fn take_event(&self) -> Option<hip::hipEvent_t> {
+        self.event_pool().pop().map(|e| e.0)
+    }
+
+    /// Keeps an idle event for reuse; hands it back when the pool is full.
+    pub(crate) fn give_back_event(&self, raw: hip::hipEvent_t) -> Option<hip::hipEvent_t> {
+        let mut pool = self.event_pool();
+        if pool.len() < EVENT_POOL {
+            pool.push(PooledEvent(raw));
+            None
+        } else {
+            Some(raw)
+        }
+    }
+
+    /// Makes this platform's device current on the calling thread (cheap
+    /// when it already is).
+    #[inline]
     pub(crate) fn make_current(&self) -> Result<(), HipError> {
-        // SAFETY: `hipSetDevice` takes the ordinal by value; the runtime was
-        // loaded by the platform's constructor, which also checked the
-        // ordinal.
-        check("hipSetDevice", unsafe { hip::hipSetDevice(self.device) })
+        ensure_current(self.device)
     }
 
     /// A capture began; returns the doom epoch it started under.
@@ -68,123 +135,56 @@ impl Shared {
         self.doom_epoch.load(Ordering::SeqCst) != epoch
     }
 
+    /// Registers a live device page (any device storage of this platform),
+    /// or updates its usable size. See [`Pages`] for the protocol.
+    pub(crate) fn device_page_added(&self, address: u64, size: u64) {
+        self.pages.device_page_added(address, size);
+    }
+
+    /// Retires a device page at its `dealloc`: no range may name it from
+    /// now on. Never waits.
+    pub(crate) fn device_page_retired(&self, address: u64) {
+        self.pages.device_page_retired(address);
+    }
+
+    /// Forgets retired device pages right before they are freed; waits for
+    /// calls still using a range in them.
+    pub(crate) fn device_pages_released(&self, addresses: &[u64]) {
+        self.pages.device_pages_released(addresses);
+    }
+
     /// Registers a live pinned host page.
     pub(crate) fn host_page_added(&self, address: u64, size: u64) {
-        self.host_pages().insert(address, size);
+        self.pages.host_page_added(address, size);
     }
 
-    /// Unregisters a pinned host page about to be freed.
-    pub(crate) fn host_page_removed(&self, address: u64) {
-        self.host_pages().remove(&address);
+    /// Retires a pinned host page at its `dealloc`.
+    pub(crate) fn host_page_retired(&self, address: u64) {
+        self.pages.host_page_retired(address);
     }
 
-    /// Whether `address .. address + len` lies inside one live pinned page.
-    pub(crate) fn host_range_is_live(&self, address: u64, len: u64) -> bool {
-        let pages = self.host_pages();
-        match pages.range(..=address).next_back() {
-            Some((&start, &size)) => address
-                .checked_add(len)
-                .is_some_and(|end| end <= start + size),
-            None => false,
+    /// Forgets retired pinned host pages right before they are freed.
+    pub(crate) fn host_pages_released(&self, addresses: &[u64]) {
+        self.pages.host_pages_released(addresses);
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let pool = std::mem::take(
+            self.events
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for event in pool {
+            crate::event::destroy(self.device, event.0);
         }
-    }
-
-    fn host_pages(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, u64>> {
-        // A panic while holding the lock cannot leave the map half-updated
-        // (each update is one insert or remove), so a poisoned lock is safe
-        // to keep using.
-        self.host_pages
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-
-    const SLOT: u64 = 0x1_0000;
-    const BASE: u64 = 0x7f00_0000_0000;
-
-    #[derive(Clone, Debug)]
-    enum Op {
-        Add { slot: u64, size: u64 },
-        Remove { slot: u64 },
-        Query { address: u64, len: u64 },
-    }
-
-    /// Sizes, offsets and lengths near the interesting boundaries, so a
-    /// range ending exactly at a page's end (or one byte past) is common.
-    fn edge() -> impl Strategy<Value = u64> {
-        prop_oneof![
-            prop::sample::select(vec![
-                0,
-                1,
-                15,
-                16,
-                17,
-                4095,
-                4096,
-                4097,
-                SLOT - 1,
-                SLOT,
-                SLOT + 1
-            ]),
-            0..=SLOT + 1,
-        ]
-    }
-
-    fn op() -> impl Strategy<Value = Op> {
-        prop_oneof![
-            (0..8u64, edge()).prop_map(|(slot, size)| Op::Add {
-                slot,
-                size: size.clamp(1, SLOT)
-            }),
-            (0..8u64).prop_map(|slot| Op::Remove { slot }),
-            (0..9u64, edge(), edge()).prop_map(|(slot, offset, len)| Op::Query {
-                address: BASE + slot * SLOT + offset,
-                len,
-            }),
-            Just(Op::Query {
-                address: u64::MAX - 1,
-                len: 4
-            }),
-        ]
-    }
-
-    proptest! {
-        /// The registry answers "inside one live page" exactly as a linear
-        /// scan over the live pages does (pages never overlap, as from an
-        /// allocator).
-        #[test]
-        fn host_page_registry_matches_a_linear_scan(ops in proptest::collection::vec(op(), 1..64)) {
-            let shared = Shared::new(0);
-            let mut model: Vec<(u64, u64)> = Vec::new();
-            for op in ops {
-                match op {
-                    Op::Add { slot, size } => {
-                        let start = BASE + slot * SLOT;
-                        if !model.iter().any(|&(s, _)| s == start) {
-                            shared.host_page_added(start, size);
-                            model.push((start, size));
-                        }
-                    }
-                    Op::Remove { slot } => {
-                        let start = BASE + slot * SLOT;
-                        shared.host_page_removed(start);
-                        model.retain(|&(s, _)| s != start);
-                    }
-                    Op::Query { address, len } => {
-                        let expected = model.iter().any(|&(s, size)| {
-                            address >= s && address.checked_add(len).is_some_and(|end| end <= s + size)
-                        });
-                        prop_assert_eq!(shared.host_range_is_live(address, len), expected);
-                    }
-                }
-            }
-        }
-    }
 
     #[test]
     fn captures_are_counted_and_doomed_by_epoch() {
@@ -203,5 +203,15 @@ mod tests {
         shared.capture_ended();
         shared.capture_ended();
         assert!(!shared.capturing());
+    }
+
+    #[test]
+    fn the_current_device_is_remembered_per_thread() {
+        // No runtime is needed: a remembered device answers without a call.
+        CURRENT.set(3);
+        assert!(ensure_current(3).is_ok());
+        let other = std::thread::spawn(|| CURRENT.get()).join().unwrap();
+        assert_eq!(other, -1, "a fresh thread has made nothing current");
+        CURRENT.set(-1);
     }
 }

@@ -77,11 +77,14 @@ impl Storage for HipStorage {
         check("hipMalloc", unsafe { hip::hipMalloc(&mut address, bytes) })?;
         let id = address as u64;
         self.live.insert(id, size.max(1));
+        self.shared.device_page_added(id, size.max(1));
         Ok(PageId(id))
     }
 
     fn dealloc(&mut self, page: PageId) {
         if self.live.remove(&page.0).is_some() {
+            // No range may name the page from now on.
+            self.shared.device_page_retired(page.0);
             self.pending.push(page.0);
         }
     }
@@ -90,14 +93,23 @@ impl Storage for HipStorage {
         if self.pending.is_empty() || self.shared.capturing() {
             return Ok(());
         }
+        self.shared.make_current()?;
+        // Waits for calls still queueing work on these pages.
+        self.shared.device_pages_released(&self.pending);
         Self::release(&mut self.pending)
     }
 }
 
 impl Drop for HipStorage {
     fn drop(&mut self) {
+        for &page in self.live.keys() {
+            self.shared.device_page_retired(page);
+        }
         self.pending.extend(self.live.keys().copied());
         self.live.clear();
+        self.shared.device_pages_released(&self.pending);
+        // A failure shows in `hipFree`'s status.
+        let _ = self.shared.make_current();
         // A failure cannot be reported from `drop`; the rest are leaked.
         let _ = Self::release(&mut self.pending);
     }

@@ -2,10 +2,14 @@
 
 use std::ptr;
 use std::sync::Arc;
+use std::vec::Vec;
 
 use cubecl_hip_sys as hip;
 
+use streamcore::platform::Binding;
+
 use crate::error::{HipError, check};
+use crate::pages::PageUse;
 use crate::shared::Shared;
 
 /// A HIP stream created with `hipStreamNonBlocking`: it never synchronizes
@@ -18,6 +22,9 @@ pub struct HipStream {
     pub(crate) raw: hip::hipStream_t,
     /// The doom epoch the open capture began under, if one is open.
     pub(crate) capture: Option<u64>,
+    /// The pages work recorded by the open capture touches, so its graph's
+    /// replays can be refused once any of them is no longer live.
+    pub(crate) captured_pages: Vec<PageUse>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -38,8 +45,37 @@ impl HipStream {
         Ok(Self {
             raw,
             capture: None,
+            captured_pages: Vec::new(),
             shared: Arc::clone(shared),
         })
+    }
+
+    /// Refuses a stream of another platform: a platform's calls check ranges
+    /// against its own pages and run on its own device.
+    #[inline]
+    pub(crate) fn check_owner(&self, shared: &Shared, call: &'static str) -> Result<(), HipError> {
+        if std::ptr::eq(&*self.shared, shared) {
+            Ok(())
+        } else {
+            Err(HipError::invalid(call, "a stream of another platform"))
+        }
+    }
+
+    /// Notes the pages of `bindings` when the stream is capturing.
+    #[inline]
+    pub(crate) fn note_bindings(&mut self, bindings: &[Binding]) {
+        if self.capture.is_some() {
+            self.captured_pages
+                .extend(bindings.iter().map(|b| PageUse::device(b.range)));
+        }
+    }
+
+    /// Notes one page use when the stream is capturing.
+    #[inline]
+    pub(crate) fn note(&mut self, page: PageUse) {
+        if self.capture.is_some() {
+            self.captured_pages.push(page);
+        }
     }
 
     /// Whether this stream is capturing.
@@ -55,6 +91,7 @@ impl HipStream {
     /// Blocks the host until all work queued on the stream has completed.
     /// Fails with a capture error while the stream is capturing.
     pub fn synchronize(&self) -> Result<(), HipError> {
+        self.shared.make_current()?;
         // SAFETY: `self.raw` is a live stream owned by `self`.
         check("hipStreamSynchronize", unsafe {
             hip::hipStreamSynchronize(self.raw)
@@ -64,6 +101,9 @@ impl HipStream {
 
 impl Drop for HipStream {
     fn drop(&mut self) {
+        // A failure cannot be reported from `drop`; the calls below then
+        // fail harmlessly.
+        let _ = self.shared.make_current();
         if self.capture.take().is_some() {
             let mut graph: hip::hipGraph_t = ptr::null_mut();
             // SAFETY: the stream is live and capturing; `graph` is a valid

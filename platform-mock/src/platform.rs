@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
 
 use streamcore::platform::{
-    Binding, DeviceProperties, DeviceRange, HostRange, KernelSource, LaunchDims, Platform,
+    Binding, Capabilities, DeviceProperties, DeviceRange, GraphCapture, HostRange, KernelSource,
+    LaunchDims, Platform,
 };
 
 use crate::check::Hazard;
@@ -295,12 +296,22 @@ impl Platform for MockPlatform {
     type Event = MockEvent;
     type Storage = MockStorage;
     type HostStorage = MockHostStorage;
-    type Graph = MockGraph;
+    type Capture = Self;
     type Kernel = MockKernel;
     type Error = MockError;
 
     fn properties(&self) -> DeviceProperties {
         self.lock().props
+    }
+
+    /// Graph capture. Kernels are Rust closures found by name (no run-time
+    /// compilation); events carry no timing.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::GRAPH_CAPTURE
+    }
+
+    fn capture(&self) -> Option<&Self> {
+        Some(self)
     }
 
     fn create_stream(&self) -> Result<MockStream, MockError> {
@@ -443,6 +454,10 @@ impl Platform for MockPlatform {
             Ok(())
         })
     }
+}
+
+impl GraphCapture<MockPlatform> for MockPlatform {
+    type Graph = MockGraph;
 
     fn begin_capture(&self, stream: &mut MockStream) -> Result<(), MockError> {
         self.call("begin_capture", |st| {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use streamcore::platform::{ErrorKind, HostStorage, LaunchDims, Platform, Storage};
+use streamcore::platform::{ErrorKind, GraphCapture, HostStorage, LaunchDims, Platform, Storage};
 use streamcore_mock::{HazardKind, LogOp, MockConfig};
 
 #[test]
@@ -319,4 +319,16 @@ fn replaying_a_graph_over_freed_pages_is_a_use_after_free() {
         h[0].current.kind,
         streamcore_mock::OpKind::Kernel("inc".into())
     );
+}
+
+#[test]
+fn mock_and_fault_injector_declare_graph_capture() {
+    use streamcore::platform::Capabilities;
+    use streamcore_mock::fault::{FaultInjector, FaultPlan};
+    let mock = streamcore_mock::MockPlatform::new();
+    assert_eq!(mock.capabilities(), Capabilities::GRAPH_CAPTURE);
+    assert!(mock.capture().is_some());
+    let wrapped = FaultInjector::new(mock, FaultPlan::default());
+    assert_eq!(wrapped.capabilities(), Capabilities::GRAPH_CAPTURE);
+    assert!(wrapped.capture().is_some());
 }

@@ -3,7 +3,9 @@
 mod common;
 
 use common::*;
-use streamcore::platform::{ErrorKind, HostStorage, LaunchDims, Platform, PlatformError, Storage};
+use streamcore::platform::{
+    ErrorKind, GraphCapture, HostStorage, LaunchDims, Platform, PlatformError, Storage,
+};
 use streamcore_mock::fault::{Effect, FaultError, FaultInjector, FaultPlan, Site, Trigger};
 use streamcore_mock::{MockConfig, MockPlatform};
 

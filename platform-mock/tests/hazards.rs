@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use streamcore::platform::{HostStorage, LaunchDims, Platform, Storage};
+use streamcore::platform::{GraphCapture, HostStorage, LaunchDims, Platform, Storage};
 use streamcore_mock::{Agent, ByteRange, Hazard, HazardKind, MemoryKind, MockConfig, OpKind};
 
 fn seeds() -> impl Iterator<Item = u64> {

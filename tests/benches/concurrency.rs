@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use streamcore::device::{Buffer, Device, DeviceConfig, KernelId, RawLock, SpinLock, StdLock};
+use streamcore::device::{
+    Buffer, Device, DeviceConfig, KernelId, Launched, RawLock, SpinLock, StdLock,
+};
 use streamcore::null::Null;
 use streamcore::platform::{KernelSource, LaunchDims};
 use streamcore::stream::StreamId;
@@ -83,9 +85,10 @@ where
         let mut n = 0;
         while !stop.load(Ordering::Relaxed) {
             let t = Instant::now();
-            self.d
-                .launch(s, self.k, dims, &[x.read(), y.write()], &[1024])
-                .unwrap();
+            let r = self
+                .d
+                .launch(s, self.k, dims, &[x.read(), y.write()], &[1024]);
+            assert_eq!(r.unwrap(), Launched::Queued);
             if timed {
                 lat.push(t.elapsed());
             }
@@ -122,8 +125,8 @@ where
             thread::spawn(move || {
                 let dims = LaunchDims::linear(4, 256);
                 while !stop.load(Ordering::Relaxed) {
-                    d.launch(StreamId(0), k, dims, &[a.read(), b.write()], &[1024])
-                        .unwrap();
+                    let r = d.launch(StreamId(0), k, dims, &[a.read(), b.write()], &[1024]);
+                    assert_eq!(r.unwrap(), Launched::Queued);
                     d.sync(StreamId(0)).unwrap();
                 }
             })
@@ -182,10 +185,72 @@ where
     (one, two)
 }
 
+/// What this machine allows, without a device: threads that only burn the
+/// launch cost, one then two. Returns (one, two) iterations per second.
+fn ceiling(s: &Setup) -> (f64, f64) {
+    let run = |threads: usize| -> f64 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let launch = s.launch;
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                thread::spawn(move || {
+                    let mut n = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let until = Instant::now() + launch;
+                        while Instant::now() < until {
+                            std::hint::spin_loop();
+                        }
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        let t0 = Instant::now();
+        thread::sleep(Duration::from_secs_f64(s.secs));
+        stop.store(true, Ordering::Relaxed);
+        let n: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+        n as f64 / t0.elapsed().as_secs_f64()
+    };
+    let one = median((0..s.trials).map(|_| run(1)).collect());
+    let two = median((0..s.trials).map(|_| run(2)).collect());
+    (one, two)
+}
+
+/// Worst launch latency with no other thread at all: the machine's own
+/// noise (preemption by other processes), the floor under figure 1.
+fn quiet_worst<L: RawLock>(s: &Setup) -> Duration
+where
+    Device<Paced<Null>, L>: Send + Sync,
+{
+    let worst = (0..s.trials).map(|_| {
+        let rig = Rig::<L>::new(s);
+        let stop = Arc::new(AtomicBool::new(false));
+        let timer = {
+            let stop = Arc::clone(&stop);
+            let secs = s.secs;
+            thread::spawn(move || {
+                thread::sleep(Duration::from_secs_f64(secs));
+                stop.store(true, Ordering::Relaxed);
+            })
+        };
+        let (_, lat) = rig.launch_until(StreamId(1), &stop, true);
+        timer.join().unwrap();
+        lat.into_iter().max().unwrap().as_secs_f64()
+    });
+    Duration::from_secs_f64(median(worst.collect()))
+}
+
 fn report<L: RawLock>(name: &str, s: &Setup)
 where
     Device<Paced<Null>, L>: Send + Sync,
 {
+    let quiet = quiet_worst::<L>(s);
+    println!(
+        "{name:>9}  worst launch with no other thread (machine noise): {:.3} ms",
+        quiet.as_secs_f64() * 1e3
+    );
     let (n, p50, p999, worst, syncs) = latency::<L>(s);
     println!(
         "{name:>9}  latency on stream 1 during 20 ms syncs of stream 0: {n} launches, \
@@ -227,6 +292,12 @@ fn main() {
         s.trials,
         s.secs,
         thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let (one, two) = ceiling(&s);
+    println!(
+        "  machine  threads only burning the launch cost: one {one:.0}/s, two {two:.0}/s: \
+         {:.2}x (the most any lock can show here)",
+        two / one
     );
     report::<StdLock>("StdLock", &s);
     report::<SpinLock>("SpinLock", &s);

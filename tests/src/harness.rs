@@ -3,7 +3,7 @@
 use std::fmt;
 
 use streamcore::device::Device;
-use streamcore::platform::Platform;
+use streamcore::platform::{LaunchDims, Platform};
 
 /// Why a scenario did not run on a platform.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,12 +19,29 @@ impl fmt::Display for Skip {
 /// differences between platforms are declared.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Capability {
-    /// A named kernel can be made to fail on demand.
+    /// A launch of the setup's `fail_kernel` with [`failing_dims`] fails:
+    /// injected by name on the mock; refused by a real driver, because the
+    /// block has more threads than any device allows (a failure that does
+    /// not harm the context).
     FailKernel,
     /// Device memory can be limited so out-of-memory is reachable quickly.
     SmallMemory,
     /// Storage allocations can be counted (to prove none happen in a capture).
     CountAllocations,
+    /// Devices can be made on two different GPUs ([`Harness::device_on`]
+    /// with ordinals 0 and 1), and driven from any thread.
+    TwoDevices,
+}
+
+/// Launch geometry a real driver refuses: one block of 2048 threads, more
+/// than any HIP or CUDA device allows per block (1024). Scenarios launch
+/// the failing kernel with it, so the failure is real on a GPU.
+pub fn failing_dims(n: usize) -> LaunchDims {
+    LaunchDims {
+        grid: [n.div_ceil(2048).max(1) as u32, 1, 1],
+        block: [2048, 1, 1],
+        shared_mem_bytes: 0,
+    }
 }
 
 /// How a scenario wants its device.
@@ -66,6 +83,16 @@ pub trait Harness {
     /// A fresh device with the suite's kernels available, or why not.
     fn device(&self, setup: &Setup) -> Result<Device<Self::P>, Skip>;
 
+    /// A fresh device on GPU `ordinal` (the platform's device numbering),
+    /// or why not. Platforms with one device have only ordinal 0.
+    fn device_on(&self, ordinal: u32, setup: &Setup) -> Result<Device<Self::P>, Skip> {
+        if ordinal == 0 {
+            self.device(setup)
+        } else {
+            Err(Skip(format!("{} has no device {ordinal}", self.name())))
+        }
+    }
+
     /// Storage allocations made so far (0 when not counted).
     fn storage_allocations(&self, device: &Device<Self::P>) -> u64;
 
@@ -92,7 +119,11 @@ pub type Scenario<H> = fn(&H) -> Result<(), Skip>;
 
 /// Every scenario of the suite with its name, for runners that report
 /// skips themselves (the test harness can only say "ok").
-pub fn all<H: Harness>() -> Vec<(&'static str, Scenario<H>)> {
+pub fn all<H>() -> Vec<(&'static str, Scenario<H>)>
+where
+    H: Harness + Sync,
+    Device<H::P>: Send + Sync,
+{
     macro_rules! list {
         ($($name:ident),* $(,)?) => {
             vec![$((stringify!($name), crate::scenarios::$name::<H> as Scenario<H>)),*]
@@ -118,6 +149,7 @@ macro_rules! for_each_scenario {
             info_cache_serves_repeated_launches,
             capture_calls_out_of_order_are_rejected,
             bad_input_is_a_typed_error,
+            two_devices_from_their_own_threads,
         }
     };
 }
@@ -125,7 +157,11 @@ macro_rules! for_each_scenario {
 /// Runs every scenario under `harness` in turn, printing one line each
 /// (`ok`, `FAILED`, `SKIPPED: why`) and the closing line
 /// `NAME: N passed, N failed, N skipped`. Returns whether none failed.
-pub fn run_all<H: Harness>(harness: &H) -> bool {
+pub fn run_all<H>(harness: &H) -> bool
+where
+    H: Harness + Sync,
+    Device<H::P>: Send + Sync,
+{
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for (name, scenario) in all::<H>() {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scenario(harness)));

@@ -1,8 +1,10 @@
 //! The suite's instance for real HIP (on NVIDIA through the shim in
 //! `platform-hip/nvidia/`). Without a runtime or device every scenario
-//! reports itself skipped. HIP cannot inject faults or shrink memory, so the
-//! scenarios that need those are skipped (declared in `supports`); hazards
-//! are the mock's job.
+//! reports itself skipped; the two-device scenario is skipped with fewer
+//! than two devices. Kernel failures are real: the failing kernel is
+//! launched with more threads per block than any device allows, which the
+//! driver refuses without harming the context. HIP cannot shrink memory or
+//! count storage allocations; hazards are the mock's job.
 
 use streamcore::device::{Device, DeviceConfig};
 use streamcore::platform::{ErrorKind, PlatformError};
@@ -10,7 +12,7 @@ use streamcore_hip::HipPlatform;
 
 use crate::harness::{Capability, Harness, Setup, Skip};
 
-/// Runs the suite on HIP device 0.
+/// Runs the suite on HIP device 0 (and device 1 where a scenario needs two).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HipHarness;
 
@@ -23,19 +25,27 @@ impl Harness for HipHarness {
 
     fn supports(&self, capability: Capability) -> bool {
         match capability {
-            Capability::FailKernel | Capability::SmallMemory | Capability::CountAllocations => {
-                false
-            }
+            Capability::FailKernel | Capability::TwoDevices => true,
+            Capability::SmallMemory | Capability::CountAllocations => false,
         }
     }
 
     fn device(&self, setup: &Setup) -> Result<Device<HipPlatform>, Skip> {
-        let platform = match HipPlatform::new() {
+        self.device_on(0, setup)
+    }
+
+    fn device_on(&self, ordinal: u32, setup: &Setup) -> Result<Device<HipPlatform>, Skip> {
+        let ordinal = i32::try_from(ordinal).map_err(|_| Skip(format!("no device {ordinal}")))?;
+        let platform = match HipPlatform::with_device(ordinal) {
             Ok(p) => p,
             Err(e) if e.kind() == ErrorKind::NotAvailable => {
-                return Err(Skip(format!("no HIP runtime or device ({e})")));
+                return Err(Skip(format!(
+                    "no HIP runtime or no device {ordinal} ({}: {})",
+                    e.call(),
+                    e.name()
+                )));
             }
-            Err(e) => panic!("HipPlatform::new failed unexpectedly: {e}"),
+            Err(e) => panic!("HipPlatform::with_device({ordinal}) failed unexpectedly: {e}"),
         };
         Device::new(platform, DeviceConfig::with_streams(setup.streams))
             .map_err(|e| Skip(format!("device: {e}")))

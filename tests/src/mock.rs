@@ -51,6 +51,16 @@ impl Harness for MockHarness {
         .map_err(|e| Skip(format!("device: {e}")))
     }
 
+    fn device_on(&self, ordinal: u32, setup: &Setup) -> Result<Device<MockP>, Skip> {
+        // Two simulated GPUs: independent mocks.
+        match ordinal {
+            0 | 1 => self.device(setup),
+            _ => Err(Skip(format!(
+                "the mock simulates two devices, not {ordinal}"
+            ))),
+        }
+    }
+
     fn storage_allocations(&self, device: &Device<MockP>) -> u64 {
         device.with_platform(|p| {
             let c = p.inner().counters();

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use streamcore::platform::{
-    Binding, DeviceProperties, DeviceRange, HostRange, KernelSource, LaunchDims, Platform,
+    Binding, Capabilities, DeviceProperties, DeviceRange, GraphCapture, GraphOf, HostRange,
+    KernelSource, LaunchDims, Platform,
 };
 
 /// What runs inside `synchronize`, before its sleep.
@@ -99,12 +100,19 @@ impl<P: Platform> Platform for Paced<P> {
     type Event = P::Event;
     type Storage = P::Storage;
     type HostStorage = P::HostStorage;
-    type Graph = P::Graph;
+    type Capture = Self;
     type Kernel = P::Kernel;
     type Error = P::Error;
 
     fn properties(&self) -> DeviceProperties {
         self.inner.properties()
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    /// Graph capture exactly when the wrapped platform has it.
+    fn capture(&self) -> Option<&Self> {
+        self.inner.capture().map(|_| self)
     }
     fn create_stream(&self) -> Result<P::Stream, P::Error> {
         self.inner.create_stream()
@@ -179,16 +187,30 @@ impl<P: Platform> Platform for Paced<P> {
         spin_for(self.pacing.launch_ns.load(Ordering::Relaxed));
         self.inner.launch(s, k, dims, bindings)
     }
+}
+
+impl<P: Platform> Paced<P> {
+    /// The wrapped capture (this wrapper's capture exists only when it does).
+    fn inner_capture(&self) -> &P::Capture {
+        self.inner
+            .capture()
+            .expect("the core captures only through Platform::capture")
+    }
+}
+
+impl<P: Platform> GraphCapture<Paced<P>> for Paced<P> {
+    type Graph = GraphOf<P>;
+
     fn begin_capture(&self, s: &mut P::Stream) -> Result<(), P::Error> {
-        self.inner.begin_capture(s)
+        self.inner_capture().begin_capture(s)
     }
-    fn end_capture(&self, s: &mut P::Stream) -> Result<P::Graph, P::Error> {
-        self.inner.end_capture(s)
+    fn end_capture(&self, s: &mut P::Stream) -> Result<GraphOf<P>, P::Error> {
+        self.inner_capture().end_capture(s)
     }
-    fn launch_graph(&self, s: &mut P::Stream, g: &P::Graph) -> Result<(), P::Error> {
-        self.inner.launch_graph(s, g)
+    fn launch_graph(&self, s: &mut P::Stream, g: &GraphOf<P>) -> Result<(), P::Error> {
+        self.inner_capture().launch_graph(s, g)
     }
-    fn destroy_graph(&self, g: P::Graph) -> Result<(), P::Error> {
-        self.inner.destroy_graph(g)
+    fn destroy_graph(&self, g: GraphOf<P>) -> Result<(), P::Error> {
+        self.inner_capture().destroy_graph(g)
     }
 }

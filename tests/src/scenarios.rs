@@ -8,7 +8,7 @@ use streamcore::memory::{MemoryError, MemoryLayout};
 use streamcore::platform::Platform;
 use streamcore::stream::{CaptureError, DoomReason, StreamId};
 
-use crate::harness::{Capability, Harness, Setup, Skip};
+use crate::harness::{Capability, Harness, Setup, Skip, failing_dims};
 use crate::kernels::{self, bytes, dims, words};
 
 const S0: StreamId = StreamId(0);
@@ -237,7 +237,13 @@ pub fn capture_doomed_by_failure<H: Harness>(h: &H) -> Result<(), Skip> {
     d.begin_capture(S0).unwrap();
     queued(d.launch(S0, scale, dims(n), &[x.read(), z.write()], &[n as u64, 2]));
     let err = d
-        .launch(S0, flaky, dims(n), &[x.read(), y.write()], &[n as u64, 2])
+        .launch(
+            S0,
+            flaky,
+            failing_dims(n),
+            &[x.read(), y.write()],
+            &[n as u64, 2],
+        )
         .unwrap_err();
     let Error::Failed { failure, .. } = err else {
         panic!("expected a failure, got {err:?}");
@@ -290,7 +296,7 @@ pub fn taint_chain_and_recovery<H: Harness>(h: &H) -> Result<(), Skip> {
     let [a, b, c, other] = [0; 4].map(|_| d.alloc(S0, 4 * n as u64).unwrap());
     let info = [n as u64, 2];
     let err = d
-        .launch(S0, flaky, dims(n), &[src.read(), a.write()], &info)
+        .launch(S0, flaky, failing_dims(n), &[src.read(), a.write()], &info)
         .unwrap_err();
     let Error::Failed { failure, .. } = err else {
         panic!("expected a failure, got {err:?}")
@@ -513,5 +519,76 @@ pub fn bad_input_is_a_typed_error<H: Harness>(h: &H) -> Result<(), Skip> {
     other.sync_all().unwrap();
     h.finish(&d);
     h.finish(&other);
+    Ok(())
+}
+
+/// One device per GPU, each driven from a thread of its own; then a device
+/// driven from fresh threads that never touched it, whose first calls are
+/// `sync_all` and a launch.
+pub fn two_devices_from_their_own_threads<H>(h: &H) -> Result<(), Skip>
+where
+    H: Harness + Sync,
+    Device<H::P>: Send + Sync,
+{
+    use std::thread;
+    need(h, Capability::TwoDevices)?;
+    let d0 = h.device_on(0, &Setup::streams(2))?;
+    let d1 = h.device_on(1, &Setup::streams(2))?;
+    let n = 1024usize;
+    let rounds = 20u32;
+    let work = |d: &Device<H::P>, base: u32| {
+        let scale = load(d, &kernels::SCALE);
+        let x = d.upload(S1, &bytes(&vec![base; n])).unwrap();
+        let y = d.alloc(S0, 4 * n as u64).unwrap();
+        for round in 1..=rounds {
+            queued(d.launch(
+                S0,
+                scale,
+                dims(n),
+                &[x.read(), y.write()],
+                &[n as u64, u64::from(round)],
+            ));
+            assert_eq!(
+                read_words(d, S0, &y),
+                vec![base * round; n],
+                "round {round}"
+            );
+        }
+        drop((x, y));
+        d.sync_all().unwrap();
+    };
+    thread::scope(|s| {
+        let a = s.spawn(|| work(&d0, 3));
+        let b = s.spawn(|| work(&d1, 5));
+        a.join().expect("device 0 from its thread");
+        b.join().expect("device 1 from its thread");
+    });
+
+    // Device 1, set up here, then driven from threads that never touched it.
+    let fill = load(&d1, &kernels::FILL);
+    let a = d1.alloc(S0, 4 * n as u64).unwrap();
+    let b = d1.alloc(S1, 4 * n as u64).unwrap();
+    queued(d1.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 11]));
+    queued(d1.launch(S1, fill, dims(n), &[b.write()], &[n as u64, 12]));
+    thread::scope(|s| {
+        s.spawn(|| d1.sync_all().expect("sync_all as a thread's first call"))
+            .join()
+            .expect("sync_all first");
+    });
+    thread::scope(|s| {
+        s.spawn(|| {
+            queued(d1.launch(S1, fill, dims(n), &[b.write()], &[n as u64, 13]));
+            d1.sync_all().expect("sync_all after the launch");
+        })
+        .join()
+        .expect("launch first");
+    });
+    assert_eq!(read_words(&d1, S0, &a), vec![11; n]);
+    assert_eq!(read_words(&d1, S1, &b), vec![13; n]);
+    drop((a, b));
+    d1.sync_all().unwrap();
+    d0.sync_all().unwrap();
+    h.finish(&d0);
+    h.finish(&d1);
     Ok(())
 }

@@ -11,8 +11,21 @@ use super::state::{Deferred, Env, GraphState, Inner, Res, WindowUse};
 use crate::error::Error;
 use crate::failure::{Cause, Decision, KernelName, Operand, Operation};
 use crate::info_cache::{CacheMode, GraphId as CacheGraphId};
-use crate::platform::{Access, Platform};
+use crate::platform::{Access, Capabilities, GraphCapture, GraphOf, Platform};
 use crate::stream::{CaptureError, DoomReason, StreamId};
+
+/// The platform's graph capture, or [`Error::NotSupported`] when it declares
+/// none ([`Capabilities::GRAPH_CAPTURE`] and [`Platform::capture`] must agree).
+pub(crate) fn capture_of<'p, P: Platform>(
+    platform: &'p P,
+    op: &'static str,
+) -> Res<&'p P::Capture, P> {
+    let needs = Capabilities::GRAPH_CAPTURE;
+    match platform.capture() {
+        Some(c) if platform.capabilities().contains(needs) => Ok(c),
+        _ => Err(Error::NotSupported { op, needs }),
+    }
+}
 
 /// Why a window yields no graph, and the doom reason it had, if any.
 type Refusal<P> = (Error<<P as Platform>::Error>, Option<DoomReason>);
@@ -21,6 +34,7 @@ impl<P: Platform> Inner<P> {
     /// `NoCapture → Prepare`: the warm-up. Pools retain what they hand out
     /// and the info cache records what the window uses.
     pub(crate) fn prepare<L: RawLock>(&mut self, env: &Env<P, L>, sid: StreamId) -> Res<(), P> {
+        capture_of(&env.platform, "prepare")?;
         self.process_releases(env);
         self.with_stream(env, sid, |st, evicted| -> Res<(), P> {
             st.capture.prepare()?;
@@ -43,6 +57,7 @@ impl<P: Platform> Inner<P> {
         env: &Env<P, L>,
         sid: StreamId,
     ) -> Res<bool, P> {
+        capture_of(&env.platform, "begin_capture")?;
         self.process_releases(env);
         let mut probe = self.stream(env, sid)?.capture;
         probe.begin()?;
@@ -61,6 +76,7 @@ impl<P: Platform> Inner<P> {
         env: &Env<P, L>,
         sid: StreamId,
     ) -> Res<(), P> {
+        capture_of(&env.platform, "begin_capture")?;
         self.process_releases(env);
         // Out-of-order calls are rejected before anything changes.
         let mut probe = self.stream(env, sid)?.capture;
@@ -79,9 +95,10 @@ impl<P: Platform> Inner<P> {
                 Err(_) => None,
             };
             let _ = st.drops.set_recording(true);
-            let begun = env
-                .on_stream(sid, |p, s| p.begin_capture(s))
-                .and_then(|r| r.map_err(|e| Error::platform("begin_capture", e)));
+            let begun = capture_of(&env.platform, "begin_capture").and_then(|c| {
+                env.on_stream(sid, |_, s| c.begin_capture(s))?
+                    .map_err(|e| Error::platform("begin_capture", e))
+            });
             if let Err(e) = begun {
                 let _ = st.drops.set_recording(false);
                 let _ = st.capture.abort();
@@ -105,6 +122,7 @@ impl<P: Platform> Inner<P> {
         env: &Env<P, L>,
         sid: StreamId,
     ) -> Res<Graph, P> {
+        capture_of(&env.platform, "end_capture")?;
         self.process_releases(env);
         // Out-of-order calls are rejected before anything changes.
         if let Err(e @ CaptureError::NotCapturing { .. }) =
@@ -119,9 +137,10 @@ impl<P: Platform> Inner<P> {
             self.with_stream(env, sid, |st, _| {
                 let doomed = st.capture.doomed();
                 let sealed = st.capture.end().map_err(|e| (e, doomed));
-                let graph = env
-                    .on_stream(sid, |p, s| p.end_capture(s))
-                    .and_then(|r| r.map_err(|e| Error::platform("end_capture", e)));
+                let graph = capture_of(platform, "end_capture").and_then(|c| {
+                    env.on_stream(sid, |_, s| c.end_capture(s))?
+                        .map_err(|e| Error::platform("end_capture", e))
+                });
                 let owed = st.drops.set_recording(false);
                 let memory = st.memory.end_capture(|c| pinned.push(c.handle));
                 let window = core::mem::take(&mut st.window);
@@ -133,16 +152,16 @@ impl<P: Platform> Inner<P> {
         let resumed = self.hold_flushes_while_recording();
 
         // Why the window is refused, and the failure that doomed it if any.
-        let outcome: Result<P::Graph, Refusal<P>> = match (sealed, graph) {
+        let outcome: Result<GraphOf<P>, Refusal<P>> = match (sealed, graph) {
             (Ok(()), Ok(g)) => match memory {
                 Ok(()) => Ok(g),
                 Err(e) => {
-                    let _ = platform.destroy_graph(g);
+                    let _ = destroy_platform_graph(platform, g);
                     Err((e.into(), None))
                 }
             },
             (Err((doomed, reason)), Ok(g)) => {
-                let _ = platform.destroy_graph(g);
+                let _ = destroy_platform_graph(platform, g);
                 Err((doomed.into(), reason))
             }
             (Err((doomed, reason)), Err(_)) => Err((doomed.into(), reason)),
@@ -206,14 +225,17 @@ impl<P: Platform> Inner<P> {
         env: &Env<P, L>,
         sid: StreamId,
     ) -> Res<(), P> {
+        capture_of(&env.platform, "abort_capture")?;
         self.process_releases(env);
         let was_recording = self.stream(env, sid)?.capture.is_recording();
         let (owed, window) = self.with_stream(env, sid, |st, evicted| -> Res<_, P> {
             let recording = st.capture.is_recording();
             st.capture.abort()?;
             if recording {
-                if let Ok(Ok(g)) = env.on_stream(sid, |p, s| p.end_capture(s)) {
-                    let _ = env.platform.destroy_graph(g);
+                if let Ok(c) = capture_of(&env.platform, "abort_capture") {
+                    if let Ok(Ok(g)) = env.on_stream(sid, |_, s| c.end_capture(s)) {
+                        let _ = c.destroy_graph(g);
+                    }
                 }
             }
             let owed = st.drops.set_recording(false);
@@ -328,6 +350,7 @@ impl<P: Platform> Inner<P> {
         env: &Env<P, L>,
         graph: &Graph,
     ) -> Res<super::Launched, P> {
+        let capture = capture_of(&env.platform, "replay")?;
         self.process_releases(env);
         if graph.device() != self.id {
             return Err(Error::UnknownGraph(graph.id()));
@@ -366,7 +389,7 @@ impl<P: Platform> Inner<P> {
         let Some(g) = gs.graph.as_ref() else {
             return Err(Error::UnknownGraph(gid));
         };
-        match env.on_stream(sid, |p, s| p.launch_graph(s, g))? {
+        match env.on_stream(sid, |_, s| capture.launch_graph(s, g))? {
             Ok(()) => {
                 self.stats.graph_replays += 1;
                 let cursor = self.sync.submit(sid)?;
@@ -401,10 +424,7 @@ impl<P: Platform> Inner<P> {
         };
         let sid = gs.stream;
         let destroyed = match gs.graph.take() {
-            Some(g) => env
-                .platform
-                .destroy_graph(g)
-                .map_err(|e| Error::platform("destroy_graph", e)),
+            Some(g) => destroy_platform_graph(&env.platform, g),
             None => Ok(()),
         };
         self.with_stream(env, sid, |st, evicted| {
@@ -423,4 +443,11 @@ impl<P: Platform> Inner<P> {
         drop(gs);
         destroyed
     }
+}
+
+/// Destroys a platform graph (one exists only on a platform with capture).
+pub(crate) fn destroy_platform_graph<P: Platform>(platform: &P, g: GraphOf<P>) -> Res<(), P> {
+    capture_of(platform, "destroy_graph")?
+        .destroy_graph(g)
+        .map_err(|e| Error::platform("destroy_graph", e))
 }

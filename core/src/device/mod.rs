@@ -60,13 +60,23 @@ use crate::drop_queue::FlushPolicy;
 use crate::error::Error;
 use crate::failure::ErrorGraph;
 use crate::memory::{MemoryLayout, MemoryManager};
-use crate::platform::{DeviceProperties, LaunchDims, Platform};
+use crate::platform::{Capabilities, DeviceProperties, LaunchDims, Platform};
 use crate::stream::{CrossPins, Phase, StreamId, StreamPool, SyncTable, WaitPlan};
 use state::{Env, Inner};
 
-/// Device ids, unique per process (word-sized: firmware targets have no
-/// 64-bit atomics; on a 32-bit host an id repeats after 2^32 devices).
+/// The next device id. Pointer-sized, not `u64`: 32-bit firmware targets
+/// (`thumbv7em`, `riscv32imac`) have no 64-bit atomics. The increment is
+/// checked, so ids never repeat; on a 32-bit target the 2^32-th device is
+/// refused with a typed error instead of reusing an id.
 static NEXT_DEVICE: AtomicUsize = AtomicUsize::new(1);
+
+/// A fresh device id, or `None` once every id was handed out.
+fn next_device_id() -> Option<u64> {
+    NEXT_DEVICE
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1))
+        .ok()
+        .map(|n| n as u64)
+}
 
 /// The guard of the device lock.
 type StateGuard<'a, P, L> =
@@ -126,8 +136,11 @@ impl<P: Platform, L: RawLock> Device<P, L> {
             .host_storage()
             .map_err(|e| Error::platform("host_storage", e))?;
         let host = MemoryManager::new(host_storage, MemoryLayout::for_device(&props));
+        let id = next_device_id().ok_or_else(|| {
+            Error::InvalidArgument("device ids exhausted: this 32-bit target created 2^32 devices")
+        })?;
         let inner = Inner {
-            id: NEXT_DEVICE.fetch_add(1, Ordering::Relaxed) as u64,
+            id,
             layout,
             flush,
             streams: StreamPool::new(config.streams, 0),
@@ -172,6 +185,19 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     /// The device's properties.
     pub fn properties(&self) -> DeviceProperties {
         self.shared.env.platform.properties()
+    }
+
+    /// What the platform offers beyond the required methods: its declared
+    /// [`Capabilities`], less [`Capabilities::GRAPH_CAPTURE`] when it
+    /// provides no [`GraphCapture`](crate::platform::GraphCapture) (the
+    /// capture calls then fail with [`Error::NotSupported`]).
+    pub fn capabilities(&self) -> Capabilities {
+        let platform = &self.shared.env.platform;
+        let mut caps = platform.capabilities();
+        if platform.capture().is_none() {
+            caps.remove(Capabilities::GRAPH_CAPTURE);
+        }
+        caps
     }
 
     /// Runs `f` with the platform (e.g. the mock's checker). No lock is

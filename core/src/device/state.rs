@@ -72,7 +72,7 @@ pub(crate) struct StreamState<P: Platform> {
 
 /// A sealed graph and what it keeps alive.
 pub(crate) struct GraphState<P: Platform> {
-    pub(crate) graph: Option<P::Graph>,
+    pub(crate) graph: Option<crate::platform::GraphOf<P>>,
     pub(crate) stream: StreamId,
     pub(crate) name: KernelName,
     /// Every buffer the capture used, with the graph's net access.

@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 use super::Shared;
 use super::lock::{LockFamilyMutex, RawLock};
 use super::state::{Env, Inner};
-use crate::platform::Platform;
+use crate::platform::{GraphCapture, Platform};
 use crate::stream::StreamPool;
 
 impl<P: Platform, L: RawLock> Drop for Shared<P, L> {
@@ -30,9 +30,10 @@ impl<P: Platform> Inner<P> {
         for (sid, st) in self.streams.iter_mut() {
             if st.capture.is_recording() {
                 let lane = env.lanes.get_mut(sid.index()).map(|l| l.get_mut());
-                if let Some(s) = lane.and_then(|l| l.stream.as_mut()) {
-                    if let Ok(g) = platform.end_capture(s) {
-                        let _ = platform.destroy_graph(g);
+                let capture = platform.capture();
+                if let (Some(s), Some(c)) = (lane.and_then(|l| l.stream.as_mut()), capture) {
+                    if let Ok(g) = c.end_capture(s) {
+                        let _ = c.destroy_graph(g);
                     }
                 }
             }
@@ -52,7 +53,7 @@ impl<P: Platform> Inner<P> {
         graphs.sort_unstable_by_key(|(gid, _)| *gid);
         for (_, mut gs) in graphs {
             if let Some(g) = gs.graph.take() {
-                let _ = platform.destroy_graph(g);
+                let _ = super::graph::destroy_platform_graph(platform, g);
             }
         }
         // Kernels.

@@ -1,19 +1,19 @@
-//! The entries: a slab of nodes addressed by `u32` index, with an intrusive
-//! doubly-linked LRU list through them and a free list for reuse.
+//! The entries: nodes in the core's generational [`Arena`] addressed by
+//! `u32` index, with an intrusive doubly-linked LRU list through them. Key
+//! buffers of freed entries are kept for reuse.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-/// "No node".
-pub(crate) const NIL: u32 = u32::MAX;
+use crate::arena::Arena;
+pub(crate) use crate::arena::NIL;
 
 /// Bytes an entry of `words` words holds.
 pub(crate) const fn entry_bytes(words: usize) -> u64 {
     (words as u64).saturating_mul(8)
 }
 
-/// One entry (or, with `value == None`, a free slot whose key buffer is kept
-/// for reuse).
+/// One entry (its `value` is `Some` while it is in the slab).
 #[derive(Debug)]
 pub(crate) struct Node<V> {
     pub(crate) key: Box<[u64]>,
@@ -38,8 +38,9 @@ impl<V> Node<V> {
 /// The slab and its LRU list (head: most recently used; tail: evicted next).
 #[derive(Debug)]
 pub(crate) struct Slab<V> {
-    nodes: Vec<Node<V>>,
-    free: u32,
+    nodes: Arena<Node<V>>,
+    /// Key buffers of freed entries, most recent last.
+    spare_keys: Vec<Box<[u64]>>,
     head: u32,
     tail: u32,
     linked: usize,
@@ -49,8 +50,8 @@ pub(crate) struct Slab<V> {
 impl<V> Slab<V> {
     pub(crate) fn with_capacity(entries: usize) -> Self {
         Self {
-            nodes: Vec::with_capacity(entries),
-            free: NIL,
+            nodes: Arena::with_capacity(entries),
+            spare_keys: Vec::with_capacity(entries),
             head: NIL,
             tail: NIL,
             linked: 0,
@@ -60,12 +61,12 @@ impl<V> Slab<V> {
 
     #[inline]
     pub(crate) fn node(&self, idx: u32) -> &Node<V> {
-        &self.nodes[idx as usize]
+        &self.nodes[idx]
     }
 
     #[inline]
     pub(crate) fn node_mut(&mut self, idx: u32) -> &mut Node<V> {
-        &mut self.nodes[idx as usize]
+        &mut self.nodes[idx]
     }
 
     /// Entries in the LRU list.
@@ -96,53 +97,42 @@ impl<V> Slab<V> {
         (n != NIL).then_some(n)
     }
 
-    /// Stores a new unlinked entry, reusing a free slot (and its key buffer
-    /// when the length matches). Hands `value` back when no index is left.
+    /// Stores a new unlinked entry, reusing a free slot (and the most
+    /// recently freed key buffer when the length matches). Hands `value`
+    /// back when no index is left.
     pub(crate) fn alloc(&mut self, words: &[u64], value: V, hash: u64) -> Result<u32, V> {
-        if self.free != NIL {
-            let idx = self.free;
-            let node = &mut self.nodes[idx as usize];
-            self.free = node.next;
-            if node.key.len() == words.len() {
-                node.key.copy_from_slice(words);
-            } else {
-                node.key = words.into();
+        let key = match self.spare_keys.pop() {
+            Some(mut key) if key.len() == words.len() => {
+                key.copy_from_slice(words);
+                key
             }
-            node.value = Some(value);
-            node.hash = hash;
-            node.prev = NIL;
-            node.next = NIL;
-            node.pins = 0;
-            node.in_window = false;
-            node.linked = false;
-            return Ok(idx);
-        }
-        if self.nodes.len() >= NIL as usize {
-            return Err(value);
-        }
-        let idx = self.nodes.len() as u32;
-        self.nodes.push(Node {
-            key: words.into(),
-            value: Some(value),
+            _ => words.into(),
+        };
+        let node = Node {
+            key,
+            value: None,
             hash,
             prev: NIL,
             next: NIL,
             pins: 0,
             in_window: false,
             linked: false,
-        });
-        Ok(idx)
+        };
+        match self.nodes.insert(node) {
+            Ok(k) => {
+                self.nodes[k.index].value = Some(value);
+                Ok(k.index)
+            }
+            Err(_) => Err(value),
+        }
     }
 
     /// Frees an entry (unlinking it first) and returns its value.
     pub(crate) fn free(&mut self, idx: u32) -> Option<V> {
         self.unlink(idx);
-        let free = self.free;
-        let node = self.node_mut(idx);
-        let value = node.value.take();
-        node.next = free;
-        self.free = idx;
-        value
+        let mut node = self.nodes.remove_at(idx)?;
+        self.spare_keys.push(core::mem::take(&mut node.key));
+        node.value.take()
     }
 
     /// Links an unlinked entry at the head (most recently used).

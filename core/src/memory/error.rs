@@ -4,7 +4,7 @@ use alloc::boxed::Box;
 use core::fmt;
 
 use super::handle::SliceHandle;
-use super::layout::PoolKind;
+use super::layout::{LayoutError, PoolKind};
 use super::report::{HumanBytes, MemoryReport};
 use crate::stream::capture::{CaptureError, Phase};
 
@@ -82,6 +82,9 @@ pub enum MemoryError<E> {
     },
     /// `end_persistent` without a matching `begin_persistent`.
     NoPersistentWindow,
+    /// The layout cannot serve requests over this storage (the storage's
+    /// alignment is out of range); nothing was reserved.
+    Layout(LayoutError),
 }
 
 impl<E: fmt::Display> fmt::Display for OomCause<E> {
@@ -136,6 +139,7 @@ impl<E: fmt::Display> fmt::Display for MemoryError<E> {
                 HumanBytes(*bytes)
             ),
             MemoryError::NoPersistentWindow => write!(f, "no persistent window is open"),
+            MemoryError::Layout(e) => write!(f, "layout: {e}"),
         }
     }
 }

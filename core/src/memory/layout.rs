@@ -22,6 +22,13 @@ pub const MAX_POOLS: usize = 8;
 /// The largest page budget a layout may ask for (page indices are `u32`).
 pub const MAX_PAGES: u32 = 1 << 24;
 
+/// The largest alignment a layout (or a storage) may ask for: 1 GiB.
+pub const MAX_ALIGNMENT: u64 = 1 << 30;
+
+/// The largest page a layout may list (the largest request a manager
+/// accepts, [`MAX_REQUEST`](super::MAX_REQUEST)).
+pub const MAX_PAGE_SIZE: u64 = super::MAX_REQUEST;
+
 /// How a pool carves its pages.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PoolKind {
@@ -246,10 +253,20 @@ pub enum LayoutError {
         /// The pool's index in the list.
         pool: usize,
     },
-    /// The alignment is zero or not a power of two.
+    /// The alignment is zero, not a power of two, or above
+    /// [`MAX_ALIGNMENT`].
     BadAlignment {
         /// The alignment given.
         alignment: u64,
+    },
+    /// A pool's page size exceeds [`MAX_PAGE_SIZE`].
+    PageTooLarge {
+        /// The pool's index in the list.
+        pool: usize,
+        /// Its page size.
+        page: u64,
+        /// The limit.
+        limit: u64,
     },
 }
 
@@ -284,9 +301,14 @@ impl fmt::Display for LayoutError {
                 f,
                 "pool {pool}: persistent and dedicated pools always exist and cannot be listed"
             ),
-            LayoutError::BadAlignment { alignment } => {
-                write!(f, "alignment {alignment} is not a power of two")
-            }
+            LayoutError::BadAlignment { alignment } => write!(
+                f,
+                "alignment {alignment} is not a power of two of at most {MAX_ALIGNMENT}"
+            ),
+            LayoutError::PageTooLarge { pool, page, limit } => write!(
+                f,
+                "pool {pool}: page size {page} B exceeds the limit of {limit} B"
+            ),
         }
     }
 }
@@ -304,7 +326,7 @@ impl MemoryLayout {
         alignment: u64,
         policy: MemoryPolicy,
     ) -> Result<Self, LayoutError> {
-        if alignment == 0 || !alignment.is_power_of_two() {
+        if !alignment.is_power_of_two() || alignment > MAX_ALIGNMENT {
             return Err(LayoutError::BadAlignment { alignment });
         }
         if pools.is_empty() {
@@ -329,6 +351,13 @@ impl MemoryLayout {
             }
             if p.page_size == 0 || p.max_slice == 0 {
                 return Err(LayoutError::ZeroSize { pool: i });
+            }
+            if p.page_size > MAX_PAGE_SIZE {
+                return Err(LayoutError::PageTooLarge {
+                    pool: i,
+                    page: p.page_size,
+                    limit: MAX_PAGE_SIZE,
+                });
             }
             if p.max_slice > p.page_size {
                 return Err(LayoutError::SliceLargerThanPage {
@@ -358,20 +387,55 @@ impl MemoryLayout {
         })
     }
 
-    /// The default layout for a device: [`LayoutPreset::Balanced`].
+    /// The default layout for a device: [`LayoutPreset::Balanced`]. See
+    /// [`preset`](Self::preset) for properties out of range.
     pub fn for_device(props: &DeviceProperties) -> Self {
         Self::preset(LayoutPreset::Balanced, props)
     }
 
+    /// The default layout for a device, or why its properties cannot have
+    /// one: an alignment that is not a power of two of at most
+    /// [`MAX_ALIGNMENT`].
+    pub fn try_for_device(props: &DeviceProperties) -> Result<Self, LayoutError> {
+        Self::try_preset(LayoutPreset::Balanced, props)
+    }
+
     /// A preset shaped by the device's largest page and alignment.
+    ///
+    /// Properties out of range never panic: a largest page above
+    /// [`MAX_PAGE_SIZE`] counts as that limit, and an alignment that is not
+    /// a power of two of at most [`MAX_ALIGNMENT`] is replaced by 256 (a
+    /// device that really needs it is refused by the memory manager over its
+    /// storage; [`try_preset`](Self::try_preset) refuses it here).
     pub fn preset(preset: LayoutPreset, props: &DeviceProperties) -> Self {
-        let alignment = if props.alignment.is_power_of_two() {
+        let alignment = if props.alignment.is_power_of_two() && props.alignment <= MAX_ALIGNMENT {
             props.alignment
         } else {
             256
         };
+        Self::build_preset(preset, props.max_page_size, alignment)
+    }
+
+    /// A preset, or why the device's alignment cannot have one.
+    pub fn try_preset(preset: LayoutPreset, props: &DeviceProperties) -> Result<Self, LayoutError> {
+        if !props.alignment.is_power_of_two() || props.alignment > MAX_ALIGNMENT {
+            return Err(LayoutError::BadAlignment {
+                alignment: props.alignment,
+            });
+        }
+        Ok(Self::build_preset(
+            preset,
+            props.max_page_size,
+            props.alignment,
+        ))
+    }
+
+    fn build_preset(preset: LayoutPreset, max_page_size: u64, alignment: u64) -> Self {
         // Every pool must hold at least one aligned slice.
-        let max_page = props.max_page_size.max(16 * MIB).max(alignment);
+        let max_page = max_page_size
+            .max(16 * MIB)
+            .max(alignment)
+            .min(MAX_PAGE_SIZE);
         let small_page = (MIB).max(alignment);
         let small_max = (KIB).max(alignment).min(small_page);
         let small = PoolSpec::small(small_page, small_max);
@@ -399,8 +463,8 @@ impl MemoryLayout {
         }
         match Self::new(&pools, alignment, MemoryPolicy::default()) {
             Ok(layout) => layout,
-            // The presets are built to be valid for any properties; fall back
-            // to the simplest layout if a future change breaks that.
+            // The presets are built to be valid for any properties in range;
+            // fall back to the simplest valid layout if a change breaks that.
             Err(_) => Self {
                 pools: alloc::vec![PoolSpec::exclusive(max_page)],
                 alignment,
@@ -468,6 +532,69 @@ mod tests {
         let l = MemoryLayout::for_device(&p);
         assert_eq!(l.alignment(), 256);
         assert!(MemoryLayout::new(l.pools(), l.alignment(), *l.policy()).is_ok());
+    }
+
+    /// Sizes and alignments at the edge of `u64` are typed errors, and
+    /// properties out of range still give a valid layout (issue: a page size
+    /// of 2^64 - 1 used to overflow the rounding, an alignment of 2^63 to
+    /// corrupt the accounting).
+    #[test]
+    fn absurd_sizes_and_alignments_are_refused_not_wrapped() {
+        let pol = MemoryPolicy::default();
+        assert_eq!(
+            MemoryLayout::new(&[PoolSpec::exclusive(u64::MAX)], 256, pol),
+            Err(LayoutError::PageTooLarge {
+                pool: 0,
+                page: u64::MAX,
+                limit: MAX_PAGE_SIZE
+            })
+        );
+        assert_eq!(
+            MemoryLayout::new(&[PoolSpec::sliced(u64::MAX, 1 << 20)], 256, pol),
+            Err(LayoutError::PageTooLarge {
+                pool: 0,
+                page: u64::MAX,
+                limit: MAX_PAGE_SIZE
+            })
+        );
+        assert_eq!(
+            MemoryLayout::new(&[PoolSpec::exclusive(1 << 20)], 1 << 63, pol),
+            Err(LayoutError::BadAlignment { alignment: 1 << 63 })
+        );
+        assert!(
+            MemoryLayout::new(&[PoolSpec::exclusive(MAX_PAGE_SIZE)], MAX_ALIGNMENT, pol).is_ok()
+        );
+        let text = alloc::format!("{}", LayoutError::BadAlignment { alignment: 1 << 63 });
+        assert!(text.contains("9223372036854775808"), "{text}");
+        for max_page_size in [u64::MAX, u64::MAX - 1, 1 << 63, MAX_PAGE_SIZE + 1] {
+            let p = DeviceProperties {
+                max_page_size,
+                ..props()
+            };
+            for preset in [
+                LayoutPreset::Balanced,
+                LayoutPreset::ExclusivePages,
+                LayoutPreset::Sliced,
+            ] {
+                let l = MemoryLayout::preset(preset, &p);
+                assert_eq!(l.pools().last().unwrap().max_slice, MAX_PAGE_SIZE);
+                let again = MemoryLayout::new(l.pools(), l.alignment(), *l.policy());
+                assert_eq!(again.as_ref(), Ok(&l), "{preset:?}");
+            }
+        }
+        let huge_align = DeviceProperties {
+            alignment: 1 << 63,
+            ..props()
+        };
+        assert_eq!(
+            MemoryLayout::try_for_device(&huge_align),
+            Err(LayoutError::BadAlignment { alignment: 1 << 63 })
+        );
+        assert_eq!(MemoryLayout::for_device(&huge_align).alignment(), 256);
+        assert_eq!(
+            MemoryLayout::try_for_device(&props()),
+            Ok(MemoryLayout::for_device(&props()))
+        );
     }
 
     #[test]

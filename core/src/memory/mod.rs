@@ -70,17 +70,25 @@
 //! ```
 
 mod error;
+mod grow;
 mod handle;
 mod layout;
 mod manager;
+mod pages;
+mod pool;
+mod priming;
+mod release;
 mod report;
+mod rounding;
 mod size_index;
+mod slots;
 mod tlsf;
 
 pub use error::{MemoryError, OomCause};
 pub use handle::{AllocationMode, CapturedSlice, SliceHandle};
 pub use layout::{
-    LayoutError, LayoutPreset, MAX_PAGES, MAX_POOLS, MemoryLayout, MemoryPolicy, PoolKind, PoolSpec,
+    LayoutError, LayoutPreset, MAX_ALIGNMENT, MAX_PAGE_SIZE, MAX_PAGES, MAX_POOLS, MemoryLayout,
+    MemoryPolicy, PoolKind, PoolSpec,
 };
 pub use manager::{MAX_REQUEST, MemoryManager, Released};
 pub use report::{HumanBytes, MemoryReport, PoolReport};

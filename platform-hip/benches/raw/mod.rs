@@ -194,6 +194,18 @@ impl RawEvent {
     }
 }
 
+impl RawEvent {
+    /// Whether the event has passed (`hipEventQuery`).
+    pub fn query(&self) -> R<bool> {
+        // SAFETY: the event is live; the call does not block.
+        let status = unsafe { hip::hipEventQuery(self.0) };
+        if status == hip::hipError_t_hipErrorNotReady {
+            return Ok(false);
+        }
+        ck("hipEventQuery", status).map(|()| true)
+    }
+}
+
 impl Drop for RawEvent {
     fn drop(&mut self) {
         // SAFETY: the event is live, owned here, destroyed exactly once.
@@ -260,6 +272,37 @@ impl Drop for RawBuffer {
     fn drop(&mut self) {
         let _ = free(self.address);
     }
+}
+
+/// Copies `bytes` bytes from device address `src` to device address `dst`
+/// and waits.
+pub fn copy_device(dst: u64, src: u64, bytes: usize, stream: &RawStream) -> R<()> {
+    // SAFETY: callers pass two live device allocations of at least `bytes`
+    // bytes each; the copy completes before returning.
+    ck("hipMemcpyAsync", unsafe {
+        hip::hipMemcpyAsync(
+            dst as *mut c_void,
+            src as *const c_void,
+            bytes,
+            hip::hipMemcpyKind_hipMemcpyDeviceToDevice,
+            stream.0,
+        )
+    })?;
+    stream.sync()
+}
+
+/// `hipGetDevice`.
+pub fn get_device() -> R<i32> {
+    let mut device = -1;
+    // SAFETY: `device` is a valid out-pointer.
+    ck("hipGetDevice", unsafe { hip::hipGetDevice(&mut device) })?;
+    Ok(device)
+}
+
+/// `hipSetDevice`.
+pub fn set_device(device: i32) -> R<()> {
+    // SAFETY: the ordinal is passed by value; callers pass one that exists.
+    ck("hipSetDevice", unsafe { hip::hipSetDevice(device) })
 }
 
 /// `hipMalloc`.

@@ -1,6 +1,8 @@
 //! Capture → graph → replay, and the capture rules.
 
-use streamcore::platform::{DeviceRange, ErrorKind, HostStorage, Platform, PlatformError, Storage};
+use streamcore::platform::{
+    DeviceRange, ErrorKind, GraphCapture, HostStorage, Platform, PlatformError, Storage,
+};
 
 use crate::common::{drain, host_page, host_range, platform_or_skip, to_words, words};
 use crate::kernel::{ADD, add_bindings, add_dims};

@@ -161,3 +161,59 @@ fn load_err(platform: &HipPlatform, source: &KernelSource<'_>) -> streamcore_hip
         Err(e) => e,
     }
 }
+
+pub fn an_oversized_block_is_a_recoverable_launch_failure() -> Outcome {
+    // More threads per block than any device allows: the driver refuses the
+    // launch as HIP does (invalid configuration) and the context keeps
+    // working — the real kernel failure the scenario suite uses.
+    let platform = platform_or_skip()?;
+    let n: u64 = 4096;
+    let bytes = n * 4;
+    let kernel = platform.load_kernel(&ADD).unwrap();
+    let mut host = platform.host_storage().unwrap();
+    let mut device = platform.device_storage().unwrap();
+    let mut stream = platform.create_stream().unwrap();
+    let page = device.alloc(3 * bytes + 256).unwrap();
+    let mut input = words(n as usize, |i| i);
+    input.extend(words(n as usize, |i| 2 * i));
+    input.extend(words(n as usize, |_| 0));
+    input.extend((n as u32).to_le_bytes());
+    let src = host_page(&mut host, &input);
+    platform
+        .copy_to_device(
+            &mut stream,
+            host_range(src, 0, input.len() as u64),
+            DeviceRange {
+                page,
+                offset: 0,
+                len: input.len() as u64,
+            },
+        )
+        .unwrap();
+    let bindings = add_bindings(page, n);
+    let oversized = LaunchDims {
+        grid: [2, 1, 1],
+        block: [2048, 1, 1],
+        shared_mem_bytes: 0,
+    };
+    let err = platform
+        .launch(&mut stream, &kernel, oversized, &bindings)
+        .unwrap_err();
+    assert_eq!(err.call(), "hipModuleLaunchKernel", "{err}");
+    assert_eq!(err.origin(), Origin::Hip, "{err}");
+    assert_eq!(err.name(), "hipErrorInvalidConfiguration", "{err}");
+    // Not sticky: the same kernel runs, and the stream works on.
+    platform
+        .launch(&mut stream, &kernel, add_dims(n), &bindings)
+        .unwrap();
+    let out = host_page(&mut host, &vec![0u8; bytes as usize]);
+    platform
+        .copy_to_host(&mut stream, bindings[2].range, host_range(out, 0, bytes))
+        .unwrap();
+    drain(&platform, &mut stream);
+    let mut back = vec![0u8; bytes as usize];
+    host.read(out, 0, &mut back).unwrap();
+    let sums = to_words(&back);
+    assert!(sums.iter().enumerate().all(|(i, &s)| s == 3 * i as u32));
+    Ok(())
+}

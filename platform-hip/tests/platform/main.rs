@@ -4,7 +4,9 @@
 //! skipped, never as passed. The constructor's `NotAvailable` path is
 //! tested by `not_available`, which runs everywhere.
 
+mod bounds;
 mod common;
+mod devices;
 mod graph;
 mod kernel;
 mod not_available;
@@ -22,6 +24,7 @@ fn main() -> std::process::ExitCode {
         smoke::events_pass_and_stay_passed,
         smoke::round_trip_through_device_with_offsets,
         smoke::wait_orders_work_across_streams,
+        smoke::a_wait_keeps_its_record_when_the_event_is_reused,
         storage::device_pages_are_distinct_aligned_and_freed_on_flush,
         storage::out_of_memory_is_typed_and_changes_nothing,
         storage::host_pages_refuse_out_of_range_access,
@@ -30,12 +33,17 @@ fn main() -> std::process::ExitCode {
         kernel::compile_errors_are_typed_with_the_log,
         kernel::a_missing_entry_point_is_typed,
         kernel::too_many_bindings_are_refused,
+        kernel::an_oversized_block_is_a_recoverable_launch_failure,
         graph::captured_graph_replays_with_fresh_inputs,
         graph::host_sync_during_capture_is_refused_and_invalidates_it,
         graph::capture_calls_out_of_order_are_rejected,
         graph::dropping_a_capturing_stream_ends_its_capture,
         graph::storage_flush_during_capture_is_deferred,
-        sticky::sticky_error_stays_in_the_child;
+        sticky::sticky_error_stays_in_the_child,
+        bounds::device_ranges_outside_live_device_pages_are_refused,
+        bounds::launches_pass_exactly_the_declared_bindings,
+        bounds::a_launch_with_many_bindings_passes_each_in_order,
+        devices::a_platform_on_device_1_works_from_fresh_threads;
         not_available::child_constructor_without_runtime,
         sticky::child_illegal_address,
     ])

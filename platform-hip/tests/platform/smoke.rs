@@ -135,3 +135,49 @@ pub fn wait_orders_work_across_streams() -> Outcome {
     );
     Ok(())
 }
+
+pub fn a_wait_keeps_its_record_when_the_event_is_reused() -> Outcome {
+    // Dropped events go back to the platform's pool and the next record
+    // re-records one: a wait queued before must still wait for the record
+    // it saw, not the new one.
+    let platform = platform_or_skip()?;
+    let len: usize = 64 << 20;
+    let mut host = platform.host_storage().unwrap();
+    let mut device = platform.device_storage().unwrap();
+    let mut producer = platform.create_stream().unwrap();
+    let mut consumer = platform.create_stream().unwrap();
+    let mut idle = platform.create_stream().unwrap();
+    let src = host_page(&mut host, &vec![0u8; len]);
+    let out = host_page(&mut host, &vec![0u8; len]);
+    let page = device.alloc(len as u64).unwrap();
+    let whole = DeviceRange {
+        page,
+        offset: 0,
+        len: len as u64,
+    };
+    for round in 1..=3u32 {
+        // Different bytes each round, so a stale read shows.
+        let input = words(len / 4, |i| i.wrapping_mul(0x9e37_79b9) ^ round);
+        host.write(src, 0, &input).unwrap();
+        platform
+            .copy_to_device(&mut producer, host_range(src, 0, len as u64), whole)
+            .unwrap();
+        let written = platform.record(&mut producer).unwrap();
+        platform.wait(&mut consumer, &written).unwrap();
+        drop(written);
+        // Very likely the same driver event, re-recorded on an idle stream
+        // where it passes at once.
+        let reused = platform.record(&mut idle).unwrap();
+        platform.synchronize(&reused).unwrap();
+        platform
+            .copy_to_host(&mut consumer, whole, host_range(out, 0, len as u64))
+            .unwrap();
+        drain(&platform, &mut consumer);
+        let mut back = vec![0u8; len];
+        host.read(out, 0, &mut back).unwrap();
+        assert!(back == input, "the consumer did not wait for the producer");
+        host.write(out, 0, &vec![0u8; len]).unwrap();
+        drain(&platform, &mut producer);
+    }
+    Ok(())
+}

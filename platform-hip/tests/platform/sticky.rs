@@ -2,7 +2,7 @@
 //! process; the harness only reads what the child reported.
 
 use streamcore::platform::{
-    Access, Binding, DeviceRange, KernelSource, LaunchDims, PageId, Platform, PlatformError,
+    Access, Binding, DeviceRange, KernelSource, LaunchDims, Platform, PlatformError, Storage,
 };
 
 use crate::common::{platform_or_skip, reports, run_child, visible};
@@ -11,8 +11,12 @@ use crate::runner::Outcome;
 const POKE: KernelSource<'static> = KernelSource {
     name: "poke",
     source: r#"
+// Writes through address 0x10, which is never mapped on the device. The
+// platform only hands kernels live ranges, so the bad address is made by the
+// kernel's own code (its contract, not the platform's, is broken).
 extern "C" __global__ void poke(unsigned int* p) {
-    p[threadIdx.x] = 0xabcdu;
+    unsigned int* bad = (unsigned int*)(((unsigned long long)p & 0xfull) | 0x10ull);
+    bad[threadIdx.x] = 0xabcdu;
 }
 "#,
     bindings: 1,
@@ -23,17 +27,18 @@ pub fn child_illegal_address() -> Outcome {
     let platform = platform_or_skip().inspect_err(|_| println!("CHILD-REPORT skipped"))?;
     let kernel = platform.load_kernel(&POKE).expect("compile poke");
     let mut stream = platform.create_stream().expect("stream");
-    // Address 0x10 is never mapped on the device.
-    let bogus = Binding {
+    let mut device = platform.device_storage().expect("device storage");
+    let page = device.alloc(256).expect("device page");
+    let binding = Binding {
         range: DeviceRange {
-            page: PageId(0x10),
+            page,
             offset: 0,
             len: 256,
         },
         access: Access::Write,
     };
     println!("CHILD-REPORT launching");
-    let launched = platform.launch(&mut stream, &kernel, LaunchDims::linear(1, 64), &[bogus]);
+    let launched = platform.launch(&mut stream, &kernel, LaunchDims::linear(1, 64), &[binding]);
     let outcome = launched.and_then(|()| {
         let event = platform.record(&mut stream)?;
         platform.synchronize(&event)

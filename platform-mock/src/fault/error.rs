@@ -26,6 +26,13 @@ pub enum FaultError<E> {
         /// Its index among all calls through the injector (1-based).
         call: u64,
     },
+    /// The wrapped platform offers no graph capture (any more): its
+    /// [`Platform::capture`](streamcore::platform::Platform::capture)
+    /// answered `None` where it had answered `Some`.
+    NotSupported {
+        /// The call that failed.
+        site: Site,
+    },
     /// The wrapped platform's own error.
     Platform(E),
 }
@@ -35,6 +42,7 @@ impl<E: PlatformError> PlatformError for FaultError<E> {
         match self {
             FaultError::Injected { kind, .. } => *kind,
             FaultError::DeviceLost { .. } => ErrorKind::DeviceLost,
+            FaultError::NotSupported { .. } => ErrorKind::NotSupported,
             FaultError::Platform(e) => e.kind(),
         }
     }
@@ -48,6 +56,9 @@ impl<E: fmt::Display> fmt::Display for FaultError<E> {
             }
             FaultError::DeviceLost { site, call } => {
                 write!(f, "device lost (call #{call}, {site:?})")
+            }
+            FaultError::NotSupported { site } => {
+                write!(f, "the wrapped platform has no graph capture ({site:?})")
             }
             FaultError::Platform(e) => write!(f, "{e}"),
         }

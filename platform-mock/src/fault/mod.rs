@@ -36,7 +36,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
 
 use streamcore::platform::{
-    Binding, DeviceProperties, DeviceRange, HostRange, KernelSource, LaunchDims, Platform,
+    Binding, Capabilities, DeviceProperties, DeviceRange, GraphCapture, GraphOf, HostRange,
+    KernelSource, LaunchDims, Platform,
 };
 
 use crate::rng::SplitMix64;
@@ -212,12 +213,21 @@ impl<P: Platform> Platform for FaultInjector<P> {
     type Event = P::Event;
     type Storage = FaultStorage<P::Storage>;
     type HostStorage = FaultStorage<P::HostStorage>;
-    type Graph = P::Graph;
+    type Capture = Self;
     type Kernel = FaultKernel<P::Kernel>;
     type Error = FaultError<P::Error>;
 
     fn properties(&self) -> DeviceProperties {
         self.inner.properties()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    /// Graph capture exactly when the wrapped platform has it.
+    fn capture(&self) -> Option<&Self> {
+        self.inner.capture().map(|_| self)
     }
 
     fn create_stream(&self) -> Result<Self::Stream, Self::Error> {
@@ -325,34 +335,54 @@ impl<P: Platform> Platform for FaultInjector<P> {
             .launch(stream, &kernel.inner, dims, bindings)
             .map_err(FaultError::Platform)
     }
+}
 
-    fn begin_capture(&self, stream: &mut Self::Stream) -> Result<(), Self::Error> {
+/// Capture goes through the injector like every other call; it exists
+/// exactly when the wrapped platform's does.
+impl<P: Platform> GraphCapture<FaultInjector<P>> for FaultInjector<P> {
+    type Graph = GraphOf<P>;
+
+    fn begin_capture(&self, stream: &mut P::Stream) -> Result<(), FaultError<P::Error>> {
         self.check(Site::BeginCapture)?;
-        self.inner
+        self.inner_capture(Site::BeginCapture)?
             .begin_capture(stream)
             .map_err(FaultError::Platform)
     }
 
-    fn end_capture(&self, stream: &mut Self::Stream) -> Result<Self::Graph, Self::Error> {
+    fn end_capture(&self, stream: &mut P::Stream) -> Result<GraphOf<P>, FaultError<P::Error>> {
         self.check(Site::EndCapture)?;
-        self.inner.end_capture(stream).map_err(FaultError::Platform)
+        self.inner_capture(Site::EndCapture)?
+            .end_capture(stream)
+            .map_err(FaultError::Platform)
     }
 
     fn launch_graph(
         &self,
-        stream: &mut Self::Stream,
-        graph: &Self::Graph,
-    ) -> Result<(), Self::Error> {
+        stream: &mut P::Stream,
+        graph: &GraphOf<P>,
+    ) -> Result<(), FaultError<P::Error>> {
         self.check(Site::LaunchGraph)?;
-        self.inner
+        self.inner_capture(Site::LaunchGraph)?
             .launch_graph(stream, graph)
             .map_err(FaultError::Platform)
     }
 
-    fn destroy_graph(&self, graph: Self::Graph) -> Result<(), Self::Error> {
+    fn destroy_graph(&self, graph: GraphOf<P>) -> Result<(), FaultError<P::Error>> {
         self.check(Site::DestroyGraph)?;
-        self.inner
+        self.inner_capture(Site::DestroyGraph)?
             .destroy_graph(graph)
             .map_err(FaultError::Platform)
+    }
+}
+
+impl<P: Platform> FaultInjector<P> {
+    /// The wrapped platform's capture. The device only calls the capture
+    /// methods when [`Platform::capture`] answered `Some`, which it does
+    /// exactly when the wrapped platform's does; a wrapped platform that
+    /// changed its answer gets a typed error, not a panic.
+    fn inner_capture(&self, site: Site) -> Result<&P::Capture, FaultError<P::Error>> {
+        self.inner
+            .capture()
+            .ok_or(FaultError::NotSupported { site })
     }
 }

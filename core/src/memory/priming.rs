@@ -1,0 +1,80 @@
+//! Capture priming and persistent windows: which pools serve reserves, and
+//! which holds keep slices while a capture window is open.
+
+use super::error::MemoryError;
+use super::handle::{CapturedSlice, SliceHandle};
+use super::manager::MemoryManager;
+use super::slots::{PIN, WINDOW};
+use crate::platform::Storage;
+
+impl<S: Storage> MemoryManager<S> {
+    /// Opens a persistent window (windows nest): reserves go to the
+    /// persistent pool until the matching [`end_persistent`](Self::end_persistent).
+    pub fn begin_persistent(&mut self) {
+        self.persistent_depth += 1;
+    }
+
+    /// Closes the innermost persistent window.
+    pub fn end_persistent(&mut self) -> Result<(), MemoryError<S::Error>> {
+        if self.persistent_depth == 0 {
+            return Err(MemoryError::NoPersistentWindow);
+        }
+        self.persistent_depth -= 1;
+        Ok(())
+    }
+
+    /// `NoCapture → Prepare`: from now every slice handed out is retained.
+    pub fn prepare(&mut self) -> Result<(), MemoryError<S::Error>> {
+        self.capture.prepare()?;
+        Ok(())
+    }
+
+    /// `Prepare → Capture`: the retained slices go back to the pools.
+    pub fn begin_capture(&mut self) -> Result<(), MemoryError<S::Error>> {
+        self.capture.begin()?;
+        self.drop_window_holds();
+        Ok(())
+    }
+
+    fn drop_window_holds(&mut self) {
+        let window = core::mem::take(&mut self.window);
+        for &i in &window {
+            self.drop_hold(i, WINDOW);
+        }
+        self.window = window;
+        self.window.clear();
+    }
+
+    /// `Capture → NoCapture`: every slice reserved inside the capture is
+    /// passed to `sink` and pinned for the graph until [`unpin`](Self::unpin).
+    pub fn end_capture(
+        &mut self,
+        mut sink: impl FnMut(CapturedSlice),
+    ) -> Result<(), MemoryError<S::Error>> {
+        self.capture.end()?;
+        for &i in &self.window {
+            let Some(key) = self.slots.key_at(i) else {
+                continue;
+            };
+            let s = &mut self.slots[i];
+            s.holds = (s.holds & !WINDOW) | PIN;
+            sink(CapturedSlice {
+                handle: SliceHandle {
+                    index: i,
+                    generation: key.generation,
+                },
+                range: s.range,
+            });
+        }
+        self.window.clear();
+        Ok(())
+    }
+
+    /// Closes an open window without a graph: held slices go back to the
+    /// pools (those their owners still hold stay live).
+    pub fn abort_capture(&mut self) -> Result<(), MemoryError<S::Error>> {
+        self.capture.abort()?;
+        self.drop_window_holds();
+        Ok(())
+    }
+}

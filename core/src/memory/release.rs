@@ -1,0 +1,158 @@
+//! Giving memory back: releasing idle pages to the storage, flushing it
+//! (and holding flushes while any stream records a capture), trimming
+//! limits, periodic release, cleanup and layout swaps.
+
+use super::error::MemoryError;
+use super::layout::MemoryLayout;
+use super::manager::{MemoryManager, Released};
+use super::pool::Engine;
+use super::rounding::shr;
+use crate::platform::Storage;
+
+impl<S: Storage> MemoryManager<S> {
+    /// Hands an idle page back to the storage (not flushed).
+    pub(super) fn release_page(&mut self, i: u32) {
+        let page = self.pages.remove(i);
+        debug_assert_eq!(page.live, 0);
+        let pool = &mut self.pools[page.pool as usize];
+        match &mut pool.engine {
+            Engine::Sliced(e) => e.remove_page(page.first_block),
+            Engine::Pages(index) => {
+                index.remove(i);
+            }
+        }
+        pool.stats.pages -= 1;
+        pool.stats.reserved -= page.size;
+        pool.stats.idle_pages -= 1;
+        pool.stats.idle_bytes -= page.size;
+        self.storage.dealloc(page.id);
+        self.books.reserved -= page.size;
+        self.books.pending += page.size;
+    }
+
+    /// Holds or resumes storage flushes. While held, pages handed back to
+    /// the storage stay pending (counted in
+    /// [`held_bytes`](Self::held_bytes)) instead of being released: drivers
+    /// forbid releasing memory while any stream of the device records a
+    /// capture, and the device holds every manager's flushes then. Resuming
+    /// flushes what is pending.
+    pub fn hold_flushes(&mut self, hold: bool) -> Result<(), MemoryError<S::Error>> {
+        self.flushes_held = hold;
+        if !hold && self.books.pending > 0 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn flush(&mut self) -> Result<(), MemoryError<S::Error>> {
+        if self.flushes_held {
+            return Ok(());
+        }
+        self.storage
+            .flush()
+            .map_err(|source| MemoryError::Storage {
+                op: "flush",
+                source,
+            })?;
+        self.books.pending = 0;
+        Ok(())
+    }
+
+    /// Releases every idle page (persistent ones too when `all`).
+    pub(super) fn release_idle(&mut self, all: bool) -> Released {
+        let mut r = Released::default();
+        while let Some(i) = self.pages.lru_head() {
+            r.pages += 1;
+            r.bytes += self.pages[i].size;
+            self.release_page(i);
+        }
+        if all {
+            for pool in 0..self.pools.len() {
+                while let Engine::Pages(index) = &self.pools[pool].engine {
+                    let Some((size, i)) = index.first() else {
+                        break;
+                    };
+                    r.pages += 1;
+                    r.bytes += size;
+                    self.release_page(i);
+                }
+            }
+        }
+        r
+    }
+
+    /// Releases pages idle for a whole period (see
+    /// [`MemoryPolicy::release_idle_after`](super::MemoryPolicy::release_idle_after)).
+    pub(super) fn periodic(&mut self) -> Result<(), MemoryError<S::Error>> {
+        let Some(period) = self.layout.policy().release_idle_after else {
+            self.books.next_periodic = u64::MAX;
+            return Ok(());
+        };
+        if self.capture.is_open() {
+            return Ok(());
+        }
+        let period = period.get();
+        let now = self.books.reserves;
+        self.books.next_periodic = now.saturating_add(period);
+        let cutoff = now.saturating_sub(period);
+        let mut any = false;
+        while let Some(i) = self.pages.lru_head() {
+            if self.pages[i].idle_since > cutoff {
+                break;
+            }
+            self.release_page(i);
+            any = true;
+        }
+        if any {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// What trimming keeps the bytes held under: the most ever held, or the
+    /// peak of live bytes plus the policy's headroom, whichever is larger.
+    pub(super) fn trim_limit(&self) -> u64 {
+        let headroom = shr(
+            self.books.peak_live,
+            self.layout.policy().trim_headroom_shift,
+        );
+        self.books
+            .high_water
+            .max(self.books.peak_live.saturating_add(headroom))
+    }
+
+    /// Releases every idle page (the persistent pool's too), then flushes
+    /// the storage. Refused while a capture window is open.
+    pub fn cleanup(&mut self) -> Result<Released, MemoryError<S::Error>> {
+        if self.capture.is_open() {
+            return Err(MemoryError::WindowOpen {
+                phase: self.capture.phase(),
+            });
+        }
+        let r = self.release_idle(true);
+        self.flush()?;
+        Ok(r)
+    }
+
+    /// Swaps the layout. Only while nothing is live (else
+    /// [`MemoryError::InUse`] with the bytes in use) and no capture window is
+    /// open; every held page is released and the storage flushed.
+    pub fn install(&mut self, layout: MemoryLayout) -> Result<(), MemoryError<S::Error>> {
+        if self.capture.is_open() {
+            return Err(MemoryError::WindowOpen {
+                phase: self.capture.phase(),
+            });
+        }
+        let in_use: u64 = self.pools.iter().map(|p| p.stats.in_use).sum();
+        if in_use > 0 {
+            return Err(MemoryError::InUse { bytes: in_use });
+        }
+        self.release_idle(true);
+        self.flush()?;
+        debug_assert_eq!(self.pages.count(), 0);
+        self.pages.clear();
+        self.layout = layout;
+        self.build_pools();
+        Ok(())
+    }
+}

@@ -1,0 +1,46 @@
+//! A device over a platform whose properties sit at the edge of `u64`: a
+//! typed answer for everything, never a panic.
+
+use streamcore::device::{Device, DeviceConfig};
+use streamcore::memory::{LayoutError, MemoryLayout};
+use streamcore::stream::StreamId;
+use streamcore_mock::{MockConfig, MockPlatform};
+
+/// A platform reporting a largest page of `u64::MAX` used to panic
+/// `Device::new` (debug) while it rounded the pools' pages.
+#[test]
+fn a_largest_page_of_u64_max_gives_a_working_device() {
+    let config = MockConfig::default()
+        .total_memory(1 << 30)
+        .max_page_size(u64::MAX);
+    let mock = MockPlatform::with_config(config).unwrap();
+    let device = Device::new(mock, DeviceConfig::default()).unwrap();
+    let s = StreamId(0);
+    let a = device.upload(s, &[7u8; 3000]).unwrap();
+    let b = device.alloc(s, 40 << 20).unwrap();
+    assert_eq!(device.read(s, &a).unwrap(), vec![7u8; 3000]);
+    drop(b);
+    assert!(
+        device.alloc(s, 2 << 30).is_err(),
+        "past the device's memory"
+    );
+}
+
+/// An alignment of 2^63 has no layout: `try_for_device` says so, the
+/// infallible default falls back to 256, and a device whose storage really
+/// aligns pages to 2^63 refuses every allocation with a typed error.
+#[test]
+fn an_alignment_of_2_pow_63_is_a_typed_error() {
+    use streamcore::platform::Platform;
+    let config = MockConfig::default().alignment(1 << 63);
+    let mock = MockPlatform::with_config(config).unwrap();
+    let props = mock.properties();
+    assert_eq!(
+        MemoryLayout::try_for_device(&props),
+        Err(LayoutError::BadAlignment { alignment: 1 << 63 })
+    );
+    assert_eq!(MemoryLayout::for_device(&props).alignment(), 256);
+    let device = Device::new(mock, DeviceConfig::default()).unwrap();
+    let e = device.alloc(StreamId(0), 1000).unwrap_err();
+    assert!(format!("{e}").contains("alignment"), "{e}");
+}
