@@ -99,26 +99,20 @@ impl<P: Platform> Inner<P> {
             }
             return Ok(());
         }
-        let index = match self.pending_vacant.pop() {
-            Some(i) => i,
-            None => {
-                let i = u32::try_from(self.pending.len())
-                    .map_err(|_| Error::InvalidArgument("too many frees pending"))?;
-                self.pending.push(None);
-                i
-            }
-        };
-        self.pending[index as usize] = Some(PendingFree {
-            handle,
-            owner,
-            bytes: size,
-            remaining: outstanding,
-        });
+        let key = self
+            .pending
+            .insert(PendingFree {
+                handle,
+                owner,
+                bytes: size,
+                remaining: outstanding,
+            })
+            .map_err(|_| Error::InvalidArgument("too many frees pending"))?;
         let slot = self.buffers.get(id)?;
         for (s, &used) in slot.last_use.iter().enumerate() {
             let s = StreamId(s as u16);
             if s != owner && used > self.sync.completed_cursor(s)? {
-                self.pins.pin(s, used, index)?;
+                self.pins.pin(s, used, key)?;
             }
         }
         self.buffers.remove(id)?;
@@ -137,14 +131,13 @@ impl<P: Platform> Inner<P> {
         let mut released = core::mem::take(&mut self.scratch_pins);
         self.pins
             .release_completed(sid, completed, |i| released.push(i))?;
-        for i in released.drain(..) {
-            let Some(p) = self.pending.get_mut(i as usize).and_then(|p| p.as_mut()) else {
+        for key in released.drain(..) {
+            let Some(p) = self.pending.get_mut(key) else {
                 continue;
             };
             p.remaining -= 1;
             if p.remaining == 0 {
-                if let Some(p) = self.pending[i as usize].take() {
-                    self.pending_vacant.push(i);
+                if let Some(p) = self.pending.remove(key) {
                     self.defer(env, p.owner, Deferred::Device(p.handle), p.bytes);
                 }
             }

@@ -16,6 +16,7 @@ use super::frees::PendingFree;
 use super::handle::{Buffer, GraphId, ReleaseQueue};
 use super::lock::{LockFamilyMutex, RawLock};
 use super::{DeviceConfig, DeviceStats};
+use crate::arena::{Arena, Key};
 use crate::drop_queue::DropQueue;
 use crate::error::Error;
 use crate::failure::{ErrorGraph, KernelName, Operand};
@@ -182,9 +183,10 @@ pub(crate) struct Inner<P: Platform> {
     /// Streams recording a capture now. While any is, no event is queried or
     /// synchronized (drivers' global capture mode forbids it).
     pub(crate) recording: u32,
-    pub(crate) pins: CrossPins<u32>,
-    pub(crate) pending: Vec<Option<PendingFree>>,
-    pub(crate) pending_vacant: Vec<u32>,
+    /// Frees waiting for other streams' uses, pinned (by key) on each
+    /// consumer until its use completes.
+    pub(crate) pins: CrossPins<Key>,
+    pub(crate) pending: Arena<PendingFree>,
     pub(crate) releases: Arc<ReleaseQueue>,
     pub(crate) stats: DeviceStats,
     /// The first error of a deferred release (a dropped handle's free, a
@@ -197,7 +199,7 @@ pub(crate) struct Inner<P: Platform> {
     pub(crate) scratch_deferred: Vec<Deferred>,
     pub(crate) scratch_ids: Vec<BufferId>,
     pub(crate) scratch_graphs: Vec<GraphId>,
-    pub(crate) scratch_pins: Vec<u32>,
+    pub(crate) scratch_pins: Vec<Key>,
     pub(crate) scratch_bytes: Vec<u8>,
 }
 

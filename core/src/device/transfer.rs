@@ -73,9 +73,7 @@ impl<P: Platform> Inner<P> {
         may_sync: bool,
     ) -> Res<Alloc, P> {
         Ok(match self.reserve(env, sid, size, may_sync)? {
-            Some((handle, range)) => {
-                Alloc::Done(self.insert_buffer(sid, size, Location::Placed { handle, range }))
-            }
+            Some((handle, range)) => Alloc::Done(self.insert_placed(sid, size, handle, range)?),
             None => Alloc::SyncFirst,
         })
     }
@@ -91,14 +89,12 @@ impl<P: Platform> Inner<P> {
         may_sync: bool,
     ) -> Res<Alloc, P> {
         match self.reserve(env, sid, size, may_sync) {
-            Ok(Some((handle, range))) => Ok(Alloc::Done(self.insert_buffer(
-                sid,
-                size,
-                Location::Placed { handle, range },
-            ))),
+            Ok(Some((handle, range))) => {
+                Ok(Alloc::Done(self.insert_placed(sid, size, handle, range)?))
+            }
             Ok(None) => Ok(Alloc::SyncFirst),
             Err(Error::Memory(e)) => {
-                let b = self.insert_buffer(sid, size, Location::Unplaced);
+                let b = self.insert_buffer(sid, size, Location::Unplaced)?;
                 let f = self.taint.reservation_failed(
                     AllocId(b.id().as_u64()),
                     size,
@@ -117,9 +113,30 @@ impl<P: Platform> Inner<P> {
         sid: StreamId,
         size: u64,
         location: Location<SliceHandle>,
-    ) -> Buffer {
-        let id = self.buffers.insert(size, sid, location);
-        Buffer::new(id, size, sid, self.id, self.releases.clone())
+    ) -> Res<Buffer, P> {
+        let id = self
+            .buffers
+            .insert(size, sid, location)
+            .map_err(|_| Error::InvalidArgument("the device holds 2^32 - 1 buffers"))?;
+        Ok(Buffer::new(id, size, sid, self.id, self.releases.clone()))
+    }
+
+    /// A buffer over a fresh reservation; when the table is full the
+    /// reservation goes back to the pool.
+    fn insert_placed(
+        &mut self,
+        sid: StreamId,
+        size: u64,
+        handle: SliceHandle,
+        range: DeviceRange,
+    ) -> Res<Buffer, P> {
+        let b = self.insert_buffer(sid, size, Location::Placed { handle, range });
+        if b.is_err() {
+            if let Some(st) = self.streams.get_mut(sid) {
+                let _ = st.memory.free(handle);
+            }
+        }
+        b
     }
 
     /// Queues a copy of `data` into `buffer` on `sid`, staged through the
