@@ -177,7 +177,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
                 let id = StreamId(s as u16);
                 if inner.streams.get(id).is_some() {
                     inner.with_stream(env, id, |st, evicted| {
-                        st.info.clear_unpinned(|(h, _)| {
+                        st.info_mut().clear_unpinned(|(h, _)| {
                             evicted.push(super::state::Deferred::Device(h))
                         });
                     })?;

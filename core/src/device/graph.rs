@@ -42,7 +42,7 @@ impl<P: Platform> Inner<P> {
                 let _ = st.capture.abort();
                 return Err(e.into());
             }
-            st.info.set_mode(CacheMode::Capture, |(h, _)| {
+            st.info_mut().set_mode(CacheMode::Capture, |(h, _)| {
                 evicted.push(Deferred::Device(h))
             });
             Ok(())
@@ -104,7 +104,7 @@ impl<P: Platform> Inner<P> {
                 let _ = st.capture.abort();
                 let _ = st.memory.abort_capture();
                 let _ = st
-                    .info
+                    .info_mut()
                     .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
                 return Err(e);
             }
@@ -172,7 +172,7 @@ impl<P: Platform> Inner<P> {
         let result = match outcome {
             Ok(g) => {
                 self.with_stream(env, sid, |st, evicted| {
-                    let _ = st.info.capture_commit(CacheGraphId(gid.0), |(h, _)| {
+                    let _ = st.info_mut().capture_commit(CacheGraphId(gid.0), |(h, _)| {
                         evicted.push(Deferred::Device(h))
                     });
                 })?;
@@ -198,7 +198,7 @@ impl<P: Platform> Inner<P> {
                         let _ = st.memory.unpin(h);
                     }
                     let _ = st
-                        .info
+                        .info_mut()
                         .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
                     evicted.extend(window_host.into_iter().map(Deferred::Host));
                 })?;
@@ -243,7 +243,7 @@ impl<P: Platform> Inner<P> {
             st.before_capture = None;
             let window = core::mem::take(&mut st.window);
             let _ = st
-                .info
+                .info_mut()
                 .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
             evicted.extend(st.window_host.drain(..).map(Deferred::Host));
             Ok((owed, window))
@@ -428,7 +428,7 @@ impl<P: Platform> Inner<P> {
             None => Ok(()),
         };
         self.with_stream(env, sid, |st, evicted| {
-            let _ = st.info.graph_release(CacheGraphId(gid.0), |(h, _)| {
+            let _ = st.info_mut().graph_release(CacheGraphId(gid.0), |(h, _)| {
                 evicted.push(Deferred::Device(h))
             });
             // The graph's replays may still be queued: its pins on device

@@ -49,9 +49,9 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     pub fn info_census(&self, stream: StreamId) -> Option<InfoCensus> {
         let inner = self.shared.state.lock();
         inner.streams.get(stream).map(|s| InfoCensus {
-            entries: s.info.len(),
-            window: s.info.window_len(),
-            graphs: s.info.graph_count(),
+            entries: s.info().len(),
+            window: s.info().window_len(),
+            graphs: s.info().graph_count(),
         })
     }
 
@@ -65,7 +65,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
         let gs = inner.graphs.get(&graph.id())?;
         let st = inner.streams.get(gs.stream)?;
         Some(
-            st.info
+            st.info()
                 .graph_entries(crate::info_cache::GraphId(graph.id().0))
                 .unwrap_or(0),
         )

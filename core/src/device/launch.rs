@@ -321,7 +321,7 @@ impl<P: Platform> Inner<P> {
         info: &[u64],
     ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
         let st = self.stream(env, sid)?;
-        if let Some(&(_, range)) = st.info.get(info) {
+        if let Some(range) = st.info_get(info) {
             self.stats.info_hits += 1;
             return Ok((range, None));
         }
@@ -346,7 +346,7 @@ impl<P: Platform> Inner<P> {
             return Ok((range, Some(handle)));
         }
         let uncached = self.with_stream(env, sid, |st, evicted| {
-            match st.info.insert(info, (handle, range), |(h, _)| {
+            match st.info_mut().insert(info, (handle, range), |(h, _)| {
                 evicted.push(Deferred::Device(h))
             }) {
                 Ok(_) => None,

@@ -23,6 +23,7 @@ use crate::failure::{ErrorGraph, KernelName, Operand};
 use crate::info_cache::InfoCache;
 use crate::memory::{MemoryLayout, MemoryManager, SliceHandle};
 use crate::platform::{Access, Binding, DeviceRange, Platform, PlatformError};
+use crate::stream::CacheMode;
 use crate::stream::{
     CaptureState, CrossPins, Cursor, StreamId, StreamPool, SyncTable, WaitPlan, WriteMark,
 };
@@ -57,7 +58,14 @@ pub(crate) struct StreamState<P: Platform> {
     pub(crate) memory: MemoryManager<P::Storage>,
     pub(crate) drops: DropQueue<Deferred, Fence<P::Event>>,
     pub(crate) capture: CaptureState,
-    pub(crate) info: InfoCache<(SliceHandle, DeviceRange)>,
+    /// The info cache; changed only through [`StreamState::info_mut`] (which
+    /// forgets the memo) or looked up through [`StreamState::info_get`].
+    info: InfoCache<(SliceHandle, DeviceRange)>,
+    /// The last cache hit in normal mode, while nothing else touched the
+    /// cache since: the same words again are served without hashing. The
+    /// entry is then already the most recently used, so skipping the
+    /// cache's own lookup changes nothing in its LRU order.
+    info_memo: Option<InfoMemo>,
     /// A fence recorded only to learn progress (for cross-stream pins).
     pub(crate) progress: Option<Fence<P::Event>>,
     /// While recording a capture: an event recorded just before it began.
@@ -69,6 +77,49 @@ pub(crate) struct StreamState<P: Platform> {
     pub(crate) window: Vec<WindowUse>,
     /// Staging slices used while recording (the graph re-reads them).
     pub(crate) window_host: Vec<SliceHandle>,
+}
+
+/// Info words up to this many are remembered by the last-hit memo.
+const MEMO_WORDS: usize = 16;
+
+/// The last info-cache hit of a stream.
+pub(crate) struct InfoMemo {
+    words: heapless::Vec<u64, MEMO_WORDS>,
+    range: DeviceRange,
+}
+
+impl<P: Platform> StreamState<P> {
+    /// The info cache, to read.
+    pub(crate) fn info(&self) -> &InfoCache<(SliceHandle, DeviceRange)> {
+        &self.info
+    }
+
+    /// The info cache, to change (forgets the last-hit memo).
+    pub(crate) fn info_mut(&mut self) -> &mut InfoCache<(SliceHandle, DeviceRange)> {
+        self.info_memo = None;
+        &mut self.info
+    }
+
+    /// The device range caching `words`, marked used (a cache hit), or
+    /// `None`.
+    #[inline]
+    pub(crate) fn info_get(&mut self, words: &[u64]) -> Option<DeviceRange> {
+        if let Some(m) = &self.info_memo {
+            if m.words.as_slice() == words {
+                return Some(m.range);
+            }
+        }
+        let range = self.info.get(words).map(|&(_, r)| r);
+        self.info_memo = match range {
+            Some(range) if self.info.mode() == CacheMode::Normal => {
+                heapless::Vec::from_slice(words)
+                    .ok()
+                    .map(|words| InfoMemo { words, range })
+            }
+            _ => None,
+        };
+        range
+    }
 }
 
 /// A sealed graph and what it keeps alive.
@@ -251,6 +302,7 @@ impl<P: Platform> Inner<P> {
                     drops: DropQueue::with_capacity(flush, 256, 16),
                     capture: CaptureState::new(),
                     info: InfoCache::new(config.info_cache),
+                    info_memo: None,
                     progress: None,
                     before_capture: None,
                     window: Vec::new(),
