@@ -10,6 +10,9 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use alloc::sync::Arc;
+
+use super::handle::BufferInner;
 use crate::arena::{Arena, Key};
 use crate::platform::DeviceRange;
 use crate::stream::{Cursor, StreamId, WriteMark};
@@ -51,7 +54,7 @@ pub enum Location<H> {
 }
 
 /// One buffer.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct BufferSlot<H> {
     /// Requested size in bytes.
     pub size: u64,
@@ -64,6 +67,9 @@ pub struct BufferSlot<H> {
     /// Per stream, the cursor of its last submission that used the buffer
     /// (0: never).
     pub last_use: Vec<Cursor>,
+    /// The device's own reference to the user handles' allocation (reused
+    /// once the buffer is freed).
+    pub(crate) kept: Option<Arc<BufferInner>>,
 }
 
 impl<H> BufferSlot<H> {
@@ -154,6 +160,7 @@ impl<H: Copy> BufferTable<H> {
                 location,
                 last_write: None,
                 last_use: uses,
+                kept: None,
             })
             .map_err(|_| TableFull)?;
         Ok(BufferId {

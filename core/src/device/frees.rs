@@ -68,7 +68,7 @@ impl<P: Platform> Inner<P> {
         let owner = slot.owner;
         let size = slot.size;
         let Location::Placed { handle, .. } = slot.location else {
-            self.buffers.remove(id)?;
+            self.remove_buffer(id)?;
             return Ok(());
         };
         let mut outstanding = 0u32;
@@ -85,7 +85,7 @@ impl<P: Platform> Inner<P> {
             }
         }
         if outstanding == 0 {
-            self.buffers.remove(id)?;
+            self.remove_buffer(id)?;
             let open = self
                 .streams
                 .get(owner)
@@ -115,8 +115,18 @@ impl<P: Platform> Inner<P> {
                 self.pins.pin(s, used, key)?;
             }
         }
-        self.buffers.remove(id)?;
+        self.remove_buffer(id)?;
         self.stats.cross_stream_pins += 1;
+        Ok(())
+    }
+
+    /// Removes buffer `id` from the table; its handle allocation goes to
+    /// the spare list for the next buffer.
+    fn remove_buffer(&mut self, id: BufferId) -> Res<(), P> {
+        let mut slot = self.buffers.remove(id)?;
+        if let Some(kept) = slot.kept.take() {
+            self.spare_handles.push(kept);
+        }
         Ok(())
     }
 

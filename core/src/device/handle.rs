@@ -6,7 +6,7 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::buffer::BufferId;
 use crate::platform::Access;
@@ -94,45 +94,87 @@ impl ReleaseQueue {
     }
 }
 
-struct BufferInner {
+/// What a buffer handle points to. The device keeps one reference of its
+/// own (in the buffer's table slot) and reuses the allocation for a later
+/// buffer once every user handle is gone, so a warm `alloc` + drop
+/// allocates nothing.
+#[derive(Debug)]
+pub(crate) struct BufferInner {
     id: BufferId,
     size: u64,
     owner: StreamId,
     device: u64,
+    /// User handles (`Buffer` values) alive; the last one to drop queues
+    /// the id for release.
+    users: AtomicUsize,
     releases: Arc<ReleaseQueue>,
-}
-
-impl Drop for BufferInner {
-    fn drop(&mut self) {
-        let id = self.id;
-        self.releases.push(|q| q.buffers.push(id));
-    }
 }
 
 /// A device buffer. Cloning shares it; dropping the last clone frees it,
 /// deferred until the device has finished every use queued before.
-#[derive(Clone)]
 pub struct Buffer {
     inner: Arc<BufferInner>,
 }
 
+impl Clone for Buffer {
+    fn clone(&self) -> Self {
+        self.inner.users.fetch_add(1, Ordering::Relaxed);
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if self.inner.users.fetch_sub(1, Ordering::Release) == 1 {
+            // Every other user's last access happened before.
+            core::sync::atomic::fence(Ordering::Acquire);
+            let id = self.inner.id;
+            self.inner.releases.push(|q| q.buffers.push(id));
+        }
+    }
+}
+
 impl Buffer {
-    pub(crate) fn new(
+    /// A user handle for buffer `id`, and the device's own reference to
+    /// keep in the table. Reuses an allocation from `spare` when no one
+    /// else references it any more (a user thread may still be finishing
+    /// its drop: that one is let go).
+    pub(crate) fn issue(
+        spare: &mut alloc::vec::Vec<Arc<BufferInner>>,
         id: BufferId,
         size: u64,
         owner: StreamId,
         device: u64,
-        releases: Arc<ReleaseQueue>,
-    ) -> Self {
-        Self {
-            inner: Arc::new(BufferInner {
-                id,
-                size,
-                owner,
-                device,
-                releases,
-            }),
-        }
+        releases: &Arc<ReleaseQueue>,
+    ) -> (Self, Arc<BufferInner>) {
+        let kept = loop {
+            let Some(mut a) = spare.pop() else {
+                break Arc::new(BufferInner {
+                    id,
+                    size,
+                    owner,
+                    device,
+                    users: AtomicUsize::new(1),
+                    releases: Arc::clone(releases),
+                });
+            };
+            if let Some(inner) = Arc::get_mut(&mut a) {
+                inner.id = id;
+                inner.size = size;
+                inner.owner = owner;
+                inner.device = device;
+                *inner.users.get_mut() = 1;
+                break a;
+            }
+        };
+        (
+            Self {
+                inner: Arc::clone(&kept),
+            },
+            kept,
+        )
     }
 
     /// The buffer's id on its device.

@@ -239,6 +239,8 @@ pub(crate) struct Inner<P: Platform> {
     pub(crate) pins: CrossPins<Key>,
     pub(crate) pending: Arena<PendingFree>,
     pub(crate) releases: Arc<ReleaseQueue>,
+    /// Allocations of freed buffers' handles, for the next buffers.
+    pub(crate) spare_handles: Vec<Arc<super::handle::BufferInner>>,
     pub(crate) stats: DeviceStats,
     /// The first error of a deferred release (a dropped handle's free, a
     /// dropped graph's destroy, a due flush) not yet taken by the user.

@@ -118,7 +118,16 @@ impl<P: Platform> Inner<P> {
             .buffers
             .insert(size, sid, location)
             .map_err(|_| Error::InvalidArgument("the device holds 2^32 - 1 buffers"))?;
-        Ok(Buffer::new(id, size, sid, self.id, self.releases.clone()))
+        let (user, kept) = Buffer::issue(
+            &mut self.spare_handles,
+            id,
+            size,
+            sid,
+            self.id,
+            &self.releases,
+        );
+        self.buffers.get_mut(id)?.kept = Some(kept);
+        Ok(user)
     }
 
     /// A buffer over a fresh reservation; when the table is full the
