@@ -41,10 +41,8 @@ where
     /// submissions on one stream keep their order). The bookkeeping of a
     /// successful launch is already done.
     Tail {
-        /// The stream's lane, its `bindings` filled.
+        /// The stream's lane, its `bindings` and `kernel` filled.
         lane: LaneGuard<'a, P, L>,
-        /// The kernel.
-        kernel: Arc<P::Kernel>,
     },
 }
 
@@ -213,15 +211,18 @@ impl<P: Platform> Inner<P> {
             return Err(e);
         }
 
-        let k = Arc::clone(&self.kernel(kernel)?.kernel);
         if !recording && self.taint.is_empty() && uncached_info.is_none() {
             // The common path: book the launch as done, submit it unlocked.
             self.launch_succeeded(sid, args)?;
             let mut lane = env.lane(sid)?;
             // The bindings move to the lane (the vectors swap, no copy).
             core::mem::swap(&mut lane.bindings, &mut self.scratch_bindings);
-            return Ok(Submitted::Tail { lane, kernel: k });
+            if lane.kernel.as_ref().is_none_or(|(id, _)| *id != kernel) {
+                lane.kernel = Some((kernel, Arc::clone(&self.kernel(kernel)?.kernel)));
+            }
+            return Ok(Submitted::Tail { lane });
         }
+        let k = Arc::clone(&self.kernel(kernel)?.kernel);
 
         let result = env.on_stream(sid, |p, s| p.launch(s, &k, dims, &self.scratch_bindings))?;
         if let Some(h) = uncached_info {

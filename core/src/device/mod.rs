@@ -265,16 +265,13 @@ impl<P: Platform, L: RawLock> Device<P, L> {
         let (mut inner, env) = self.parts();
         match inner.launch(env, stream, kernel, dims, args, info)? {
             launch::Submitted::Done(l) => Ok(l),
-            launch::Submitted::Tail {
-                mut lane,
-                kernel: k,
-            } => {
+            launch::Submitted::Tail { mut lane } => {
                 drop(inner);
                 let lane = &mut *lane;
-                let result = match lane.stream.as_mut() {
-                    Some(s) => env.platform.launch(s, &k, dims, &lane.bindings),
-                    // Unreachable: the lane's stream was created above.
-                    None => return Err(Error::InvalidArgument("stream not created")),
+                let result = match (lane.stream.as_mut(), lane.kernel.as_ref()) {
+                    (Some(s), Some((_, k))) => env.platform.launch(s, k, dims, &lane.bindings),
+                    // Unreachable: both were set under the device lock.
+                    _ => return Err(Error::InvalidArgument("stream not created")),
                 };
                 match result {
                     Ok(()) => Ok(Launched::Queued),

@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 
 use super::buffer::{BufferId, BufferTable};
 use super::frees::PendingFree;
-use super::handle::{Buffer, GraphId, ReleaseQueue};
+use super::handle::{Buffer, GraphId, KernelId, ReleaseQueue};
 use super::lock::{LockFamilyMutex, RawLock};
 use super::{DeviceConfig, DeviceStats};
 use crate::arena::{Arena, Key};
@@ -157,14 +157,22 @@ pub(crate) struct Lane<P: Platform> {
     pub(crate) stream: Option<P::Stream>,
     /// The bindings of the launch being submitted outside the device lock.
     pub(crate) bindings: Vec<Binding>,
+    /// The kernel of the last launch submitted outside the device lock
+    /// (kept, so launching the same kernel again touches no shared count).
+    pub(crate) kernel: Option<(KernelId, Arc<P::Kernel>)>,
 }
 
 /// What lives outside the device lock: the platform (so `with_platform`
 /// takes no lock and a blocking call needs none) and the streams' lanes.
 pub(crate) struct Env<P: Platform, L: RawLock> {
     pub(crate) platform: P,
-    pub(crate) lanes: Box<[L::Mutex<Lane<P>>]>,
+    pub(crate) lanes: Box<[Padded<L::Mutex<Lane<P>>>]>,
 }
+
+/// A value alone on its cache line(s), so threads locking their own
+/// stream's lane do not contend for a line another lane shares.
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);
 
 /// The guard of a locked lane.
 pub(crate) type LaneGuard<'a, P, L> =
@@ -175,10 +183,11 @@ impl<P: Platform, L: RawLock> Env<P, L> {
     pub(crate) fn new(platform: P, streams: usize) -> Self {
         let mut lanes = Vec::with_capacity(streams);
         lanes.resize_with(streams, || {
-            L::Mutex::new(Lane {
+            Padded(L::Mutex::new(Lane {
                 stream: None,
                 bindings: Vec::new(),
-            })
+                kernel: None,
+            }))
         });
         Self {
             platform,
@@ -190,7 +199,7 @@ impl<P: Platform, L: RawLock> Env<P, L> {
     pub(crate) fn lane(&self, sid: StreamId) -> Res<LaneGuard<'_, P, L>, P> {
         self.lanes
             .get(sid.index())
-            .map(|l| l.lock())
+            .map(|l| l.0.lock())
             .ok_or_else(|| Error::InvalidArgument("stream id outside the device's lanes"))
     }
 

@@ -29,7 +29,7 @@ impl<P: Platform> Inner<P> {
         // Open captures first: a recording stream cannot be synchronized.
         for (sid, st) in self.streams.iter_mut() {
             if st.capture.is_recording() {
-                let lane = env.lanes.get_mut(sid.index()).map(|l| l.get_mut());
+                let lane = env.lanes.get_mut(sid.index()).map(|l| l.0.get_mut());
                 let capture = platform.capture();
                 if let (Some(s), Some(c)) = (lane.and_then(|l| l.stream.as_mut()), capture) {
                     if let Ok(g) = c.end_capture(s) {
@@ -42,7 +42,7 @@ impl<P: Platform> Inner<P> {
         self.recording = 0;
         // Let everything queued finish: replays of graphs, launches, copies.
         for lane in env.lanes.iter_mut() {
-            if let Some(s) = lane.get_mut().stream.as_mut() {
+            if let Some(s) = lane.0.get_mut().stream.as_mut() {
                 if let Ok(event) = platform.record(s) {
                     let _ = platform.synchronize(&event);
                 }
@@ -56,7 +56,10 @@ impl<P: Platform> Inner<P> {
                 let _ = super::graph::destroy_platform_graph(platform, g);
             }
         }
-        // Kernels.
+        // Kernels (the lanes keep the last one each launched).
+        for lane in env.lanes.iter_mut() {
+            lane.0.get_mut().kernel = None;
+        }
         self.kernels.clear();
         // Events (fences of the drop queues), then streams.
         for (_, st) in self.streams.iter_mut() {
@@ -68,7 +71,7 @@ impl<P: Platform> Inner<P> {
                 .drain(|_| Ok::<(), core::convert::Infallible>(()), |_| {});
         }
         for lane in env.lanes.iter_mut() {
-            lane.get_mut().stream = None;
+            lane.0.get_mut().stream = None;
         }
         // The streams' storages; the staging pool's goes with `self`.
         self.streams = StreamPool::new(0, 0);
