@@ -78,8 +78,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
             inner.read_submit(env, stream, buffer)?
         };
         let (ticket, event) = ticket.take_event();
-        // The size fits a usize: `read_submit` checked it.
-        let mut out = vec![0u8; ticket.len() as usize];
+        let mut out = vec![0u8; ticket.len()];
         let waited = self.shared.env.platform.synchronize(&event);
         drop(event);
         let (mut inner, env) = self.parts();

@@ -137,12 +137,12 @@ impl<T> LockFamilyMutex<T> for std::sync::Mutex<T> {
     }
 }
 
-/// The lock `Device<P>` uses: [`StdLock`] with the `std` feature,
+/// The lock `Device<P>` uses: `StdLock` with the `std` feature,
 /// [`SpinLock`] without.
 #[cfg(feature = "std")]
 pub type DefaultLock = StdLock;
 
-/// The lock `Device<P>` uses: [`StdLock`] with the `std` feature,
+/// The lock `Device<P>` uses: `StdLock` with the `std` feature,
 /// [`SpinLock`] without.
 #[cfg(not(feature = "std"))]
 pub type DefaultLock = SpinLock;

@@ -95,7 +95,7 @@ pub(crate) struct Shared<P: Platform, L: RawLock> {
 /// the platform and its types are `Send` and `Sync` and the lock `L` is a
 /// thread-safe one).
 ///
-/// `L` is the lock its host picks: [`DefaultLock`] ([`StdLock`] with the
+/// `L` is the lock its host picks: [`DefaultLock`] (`StdLock` with the
 /// `std` feature, [`SpinLock`] without), [`LocalLock`] for one context, or
 /// any [`RawLock`].
 pub struct Device<P: Platform, L: RawLock = DefaultLock> {

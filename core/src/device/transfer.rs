@@ -24,6 +24,8 @@ pub(crate) enum Alloc {
 /// A read whose copy is queued: what the host waits for, and where the
 /// bytes will be.
 pub(crate) struct ReadTicket<Ev> {
+    /// The buffer's size in bytes, as a host length.
+    len: usize,
     /// The staging slice the copy writes.
     staging: SliceHandle,
     /// Its bytes.
@@ -260,11 +262,9 @@ impl<P: Platform> Inner<P> {
         let src = slot
             .range()
             .ok_or_else(|| Error::InvalidArgument("buffer has no memory"))?;
-        if usize::try_from(size).is_err() {
-            return Err(Error::InvalidArgument(
-                "the buffer is larger than this host's address space",
-            ));
-        }
+        let len = usize::try_from(size).map_err(|_| {
+            Error::InvalidArgument("the buffer is larger than this host's address space")
+        })?;
         let (staging, at) = self.host.reserve(size).map_err(host_err::<P>)?;
         self.scratch_marks.clear();
         self.push_marks(id, Access::Read)?;
@@ -297,6 +297,7 @@ impl<P: Platform> Inner<P> {
             Ok(event) => {
                 self.stats.events_recorded += 1;
                 Ok(ReadTicket {
+                    len,
                     staging,
                     at,
                     fence: Fence { cursor, event },
@@ -327,6 +328,7 @@ impl<P: Platform> Inner<P> {
             staging,
             at,
             fence: Fence { cursor, .. },
+            ..
         } = ticket;
         if let Err(e) = waited {
             self.defer(env, sid, Deferred::Host(staging), at.len);
@@ -351,12 +353,14 @@ impl<Ev> ReadTicket<Ev> {
     /// Splits off the event to wait for.
     pub(crate) fn take_event(self) -> (ReadTicket<()>, Ev) {
         let ReadTicket {
+            len,
             staging,
             at,
             fence: Fence { cursor, event },
         } = self;
         (
             ReadTicket {
+                len,
                 staging,
                 at,
                 fence: Fence { cursor, event: () },
@@ -365,8 +369,8 @@ impl<Ev> ReadTicket<Ev> {
         )
     }
 
-    /// The buffer's size in bytes.
-    pub(crate) fn len(&self) -> u64 {
-        self.at.len
+    /// The buffer's size in bytes (it fits the host's address space).
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 }

@@ -56,8 +56,10 @@ pub struct StreamPool<T> {
 impl<T> StreamPool<T> {
     /// A pool of `ordinary` user streams plus `special` reserved streams.
     /// Allocates the slot table once; streams themselves are created lazily.
+    /// Every slot has a [`StreamId`]: special streams past id `u16::MAX`
+    /// are not made.
     pub fn new(ordinary: u16, special: u16) -> Self {
-        let total = ordinary as usize + special as usize;
+        let total = (usize::from(ordinary) + usize::from(special)).min(usize::from(u16::MAX) + 1);
         let mut slots = Vec::with_capacity(total);
         slots.resize_with(total, || None);
         Self {
@@ -78,7 +80,8 @@ impl<T> StreamPool<T> {
 
     /// The id of the `n`-th special stream, if it exists.
     pub fn special(&self, n: u16) -> Option<StreamId> {
-        let idx = self.ordinary + n as usize;
+        let idx = self.ordinary + usize::from(n);
+        // Every index below `slots.len()` fits a `u16` (see `new`).
         (idx < self.slots.len()).then_some(StreamId(idx as u16))
     }
 
@@ -190,6 +193,16 @@ mod tests {
             pool.iter().map(|(id, v)| (id.0, *v)).collect::<Vec<_>>(),
             [(1, 41)]
         );
+    }
+
+    /// Special streams past id `u16::MAX` do not exist (their index used to
+    /// be cast to `u16`, so `special(1)` of a full pool named stream 0).
+    #[test]
+    fn special_ids_never_wrap() {
+        let pool: StreamPool<u8> = StreamPool::new(u16::MAX, 2);
+        assert_eq!(pool.special(0), Some(StreamId(u16::MAX)));
+        assert_eq!(pool.special(1), None);
+        assert_eq!(pool.capacity(), usize::from(u16::MAX) + 1);
     }
 
     #[test]
