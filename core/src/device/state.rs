@@ -166,8 +166,11 @@ pub(crate) struct Lane<P: Platform> {
 /// takes no lock and a blocking call needs none) and the streams' lanes.
 pub(crate) struct Env<P: Platform, L: RawLock> {
     pub(crate) platform: P,
-    pub(crate) lanes: Box<[Padded<L::Mutex<Lane<P>>>]>,
+    pub(crate) lanes: Box<[LaneLock<P, L>]>,
 }
+
+/// One stream's lane behind its lock, on cache lines of its own.
+pub(crate) type LaneLock<P, L> = Padded<<L as RawLock>::Mutex<Lane<P>>>;
 
 /// A value alone on its cache line(s), so threads locking their own
 /// stream's lane do not contend for a line another lane shares.
