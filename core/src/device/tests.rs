@@ -10,11 +10,16 @@ use crate::stream::StreamId;
 fn tables_grow_with_the_streams_in_use() {
     let d = Device::new(Null, DeviceConfig::with_streams(MAX_STREAMS)).unwrap();
     let tracked = |d: &Device<Null>| LockFamilyMutex::lock(&d.shared.state).sync.streams();
-    assert_eq!(tracked(&d), 0, "nothing up front");
+    let slots = |d: &Device<Null>| {
+        LockFamilyMutex::lock(&d.shared.state)
+            .streams
+            .slots_in_use()
+    };
+    assert_eq!((tracked(&d), slots(&d)), (0, 0), "nothing up front");
     let a = d.alloc(StreamId(0), 64).unwrap();
     assert_eq!(tracked(&d), 1);
     let b = d.alloc(StreamId(5), 64).unwrap();
-    assert_eq!(tracked(&d), 6);
+    assert_eq!((tracked(&d), slots(&d)), (6, 6));
     {
         let inner = LockFamilyMutex::lock(&d.shared.state);
         assert_eq!(inner.plan.waits().count(), 0);
