@@ -36,11 +36,39 @@ class _PlainData(pickle.Unpickler):
         )
 
 
+NOT_A_SNAPSHOT = (
+    "not a PyTorch memory snapshot (expected the pickle torch.cuda.memory._dump_snapshot "
+    "writes, or that snapshot saved as JSON)"
+)
+
+
 def load_snapshot(path):
+    """The snapshot in `path`, told apart by its first bytes: JSON, or a
+    pickle (protocol 2 and later start with 0x80). Anything else, or a file
+    that does not parse as what it starts like, is not a snapshot."""
     data = Path(path).read_bytes()
-    if data.lstrip()[:1] == b"{":
-        return json.loads(data)
-    return _PlainData(io.BytesIO(data)).load()
+    head = data.lstrip()[:1]
+    if head == b"{":
+        try:
+            snapshot = json.loads(data)
+        except ValueError as e:
+            raise ValueError(f"{NOT_A_SNAPSHOT}: not valid JSON ({e})") from None
+    elif data[:1] == b"\x80":
+        try:
+            snapshot = _PlainData(io.BytesIO(data)).load()
+        except pickle.UnpicklingError as e:
+            if "refusing to load" in str(e):
+                raise
+            raise ValueError(f"{NOT_A_SNAPSHOT}: a damaged pickle ({e})") from None
+        except (EOFError, ValueError, IndexError, KeyError) as e:
+            raise ValueError(f"{NOT_A_SNAPSHOT}: a damaged pickle ({e})") from None
+    elif data[:2] == b"\x1f\x8b":
+        raise ValueError(f"{NOT_A_SNAPSHOT}: a gzip file (a trace already?)")
+    else:
+        raise ValueError(NOT_A_SNAPSHOT)
+    if not isinstance(snapshot, dict) or "device_traces" not in snapshot:
+        raise ValueError(f'{NOT_A_SNAPSHOT}: no "device_traces"')
+    return snapshot
 
 
 def block_size(size):
@@ -134,8 +162,6 @@ def main(argv=None):
     args = p.parse_args(argv)
     try:
         snapshot = load_snapshot(args.snapshot)
-        if not isinstance(snapshot, dict):
-            raise ValueError("the file does not hold a snapshot (a dict)")
         header, events, warnings = convert(snapshot, args.device)
     except (OSError, ValueError, pickle.UnpicklingError, EOFError) as e:
         print(f"torch_snapshot_to_trace: {args.snapshot}: {e}", file=sys.stderr)

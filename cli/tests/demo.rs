@@ -1,16 +1,27 @@
 //! `streamcore demo` run as a process: it succeeds and tells the story.
 
-use std::process::Command;
+use std::process::{Command, Output};
+
+fn streamcore(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_streamcore"))
+        .args(args)
+        .output()
+        .expect("run streamcore")
+}
 
 fn demo(seed: &str) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
-        .args(["demo", "--seed", seed])
-        .output()
-        .expect("run streamcore demo");
+    let out = streamcore(&["demo", "--seed", seed]);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
     )
+}
+
+/// The line that narrates the mock's completion order.
+fn schedule_line(text: &str) -> &str {
+    text.lines()
+        .find(|l| l.contains("completed so far"))
+        .unwrap_or_else(|| panic!("no schedule line in:\n{text}"))
 }
 
 #[test]
@@ -18,6 +29,7 @@ fn demo_explains_waits_capture_taint_and_memory() {
     let (ok, text) = demo("0");
     assert!(ok, "{text}");
     for needle in [
+        "mock platform, scheduler seed 0",
         "1 event wait inserted",
         "0 more waits",
         "storage allocations inside the window: 0",
@@ -52,4 +64,92 @@ fn bad_arguments_are_a_clear_error_not_a_panic() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("invalid value"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn the_seed_changes_the_schedule_the_demo_narrates() {
+    let (_, zero) = demo("0");
+    let (_, one) = demo("1");
+    let (a, b) = (schedule_line(&zero), schedule_line(&one));
+    assert!(a.contains("seed 0") && b.contains("seed 1"), "{a}\n{b}");
+    let order = |l: &str| l.split_once(": ").map(|(_, o)| o.to_owned()).unwrap();
+    assert_ne!(
+        order(a),
+        order(b),
+        "seeds 0 and 1 complete work in another order"
+    );
+    // Whatever the order, stream 1's fill and its event pass before stream
+    // 0's wait for them is satisfied, and the add comes after that wait:
+    // each step that completed had the ones before it completed.
+    for seed in 0..8 {
+        let (ok, text) = demo(&seed.to_string());
+        assert!(ok, "seed {seed}:\n{text}");
+        let line = order(schedule_line(&text));
+        let at = |what: &str| line.split(", ").position(|x| x == what);
+        let chain = ["s1 fill", "s1 event", "s0 wait", "s0 add"].map(at);
+        for pair in chain.windows(2) {
+            match (pair[0], pair[1]) {
+                (Some(a), Some(b)) => assert!(a < b, "seed {seed}: {line}"),
+                (None, Some(_)) => panic!("seed {seed}: out of order: {line}"),
+                _ => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn the_story_is_the_same_under_every_seed() {
+    // Only the header and the completion order depend on the seed.
+    let strip = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.contains("completed so far") && !l.starts_with("streamcore demo"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (_, zero) = demo("0");
+    for seed in ["1", "2", "3"] {
+        let (_, other) = demo(seed);
+        assert_eq!(strip(&zero), strip(&other), "seed {seed}");
+    }
+}
+
+#[cfg(feature = "hip")]
+#[test]
+fn hip_without_a_runtime_says_so_in_one_line() {
+    // An empty folder as the only place to look for the runtime.
+    let empty = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-rocm");
+    std::fs::create_dir_all(empty.join("lib")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
+        .args(["demo", "--platform", "hip"])
+        .env("ROCM_PATH", &empty)
+        .env("HIP_PATH", &empty)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .expect("run streamcore");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.starts_with("streamcore: --platform hip: no HIP runtime found"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+}
+
+#[test]
+fn seed_with_hip_is_a_usage_error() {
+    let out = streamcore(&["demo", "--platform", "hip", "--seed", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--seed picks the mock's schedule"), "{err}");
+}
+
+#[cfg(not(feature = "hip"))]
+#[test]
+fn hip_in_a_build_without_it_says_so_in_one_line() {
+    let out = streamcore(&["demo", "--platform", "hip"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains("built without HIP support"), "{err}");
 }

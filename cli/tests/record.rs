@@ -170,10 +170,10 @@ fn the_converter_turns_a_snapshot_into_a_trace_that_replays() {
     assert_eq!(u(&v, "peak_live_bytes"), 3 * MIB + 512);
     // PyTorch's figures, walked back from the segments held at the end:
     // 4 MiB held before, +20 MiB segment; 4 MiB live before, +3 MiB + 512.
-    assert_eq!(u(&v, "torch_peak_reserved_bytes"), 24 * MIB);
-    assert_eq!(u(&v, "torch_peak_allocated_bytes"), 7 * MIB + 512);
-    assert_eq!(u(&v, "torch_live_at_start_bytes"), 4 * MIB);
-    assert_eq!(u(&v, "torch_segment_allocs"), 1);
+    assert_eq!(u(&v, "recorded_torch_peak_reserved_bytes"), 24 * MIB);
+    assert_eq!(u(&v, "recorded_torch_peak_allocated_bytes"), 7 * MIB + 512);
+    assert_eq!(u(&v, "recorded_torch_live_at_start_bytes"), 4 * MIB);
+    assert_eq!(u(&v, "recorded_torch_segment_allocs"), 1);
 
     // A JSON snapshot, a plain output and the recorder's own peaks given.
     let plain = dir.join("given.jsonl");
@@ -196,8 +196,8 @@ fn the_converter_turns_a_snapshot_into_a_trace_that_replays() {
         "{first}"
     );
     let v = replay_json(&plain);
-    assert_eq!(u(&v, "torch_peak_reserved_bytes"), 30_000_000);
-    assert_eq!(u(&v, "torch_peak_allocated_bytes"), 8_000_000);
+    assert_eq!(u(&v, "recorded_torch_peak_reserved_bytes"), 30_000_000);
+    assert_eq!(u(&v, "recorded_torch_peak_allocated_bytes"), 8_000_000);
     assert_eq!(u(&v, "events"), 7);
 }
 
@@ -225,6 +225,32 @@ fn the_converter_refuses_what_is_not_a_snapshot() {
     let out = convert(py, &[&snap, &dir.join("t.jsonl")], &["--device", "3"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("no history for device 3"));
+    // A text file, a JSON object that is not a snapshot, a cut pickle: each
+    // is "not a snapshot", never a pickle machine's message.
+    let txt = dir.join("notes.txt");
+    std::fs::write(&txt, "hello, this is text\nmore text\n").unwrap();
+    let json = dir.join("other.json");
+    std::fs::write(&json, r#"{"a": 1}"#).unwrap();
+    let cut = dir.join("cut.pickle");
+    let made = Command::new(py)
+        .args([
+            "-c",
+            "import pickle, sys; d = pickle.dumps({'device_traces': [[]]}); open(sys.argv[1], 'wb').write(d[: len(d) // 2])",
+        ])
+        .arg(&cut)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    for bad in [&txt, &json, &cut] {
+        let out = convert(py, &[bad, &dir.join("t.jsonl")], &[]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("not a PyTorch memory snapshot"), "{err}");
+        assert!(
+            !err.contains("Memo value") && !err.contains("Traceback"),
+            "{err}"
+        );
+    }
     // A missing file.
     let out = convert(py, &[&dir.join("none.pickle"), &dir.join("t.jsonl")], &[]);
     assert_eq!(out.status.code(), Some(1));
@@ -259,9 +285,9 @@ fn a_real_pytorch_snapshot_gives_pytorchs_own_peaks() {
     let v = replay_json(&trace);
     assert_eq!(u(&v, "events"), 165);
     assert_eq!(u(&v, "streams"), 2);
-    assert_eq!(u(&v, "torch_peak_reserved_bytes"), 249_561_088);
-    assert_eq!(u(&v, "torch_peak_allocated_bytes"), 238_129_664);
-    assert_eq!(u(&v, "torch_segment_allocs"), 17);
+    assert_eq!(u(&v, "recorded_torch_peak_reserved_bytes"), 249_561_088);
+    assert_eq!(u(&v, "recorded_torch_peak_allocated_bytes"), 238_129_664);
+    assert_eq!(u(&v, "recorded_torch_segment_allocs"), 17);
     // Nothing was live before the history began, so the trace's own peak
     // is PyTorch's allocated peak.
     assert_eq!(u(&v, "peak_live_bytes"), 238_129_664);

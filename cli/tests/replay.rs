@@ -83,8 +83,9 @@ fn a_bundled_trace_gets_a_table_beside_pytorchs_figures() {
     for needle in [
         "two_stream_pipeline.jsonl.gz",
         "layout balanced",
-        "streamcore",
-        "PyTorch",
+        "this replay",
+        "PyTorch, recorded",
+        "not a replay of these events",
         "events                            968",
         "streams                             2",
         "peak reserved",
@@ -96,7 +97,7 @@ fn a_bundled_trace_gets_a_table_beside_pytorchs_figures() {
         "3.7922",
         "storage allocations",
         "time per op",
-        "65.00 MiB it held before the recording began",
+        "65.00 MiB PyTorch held before the recording began",
     ] {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
     }
@@ -114,11 +115,17 @@ fn several_traces_get_an_overview_row_each() {
         .skip_while(|l| !l.starts_with("trace "))
         .collect();
     assert!(overview.len() >= 3, "{stdout}");
-    assert!(overview[0].contains("ns/op") && overview[0].contains("PyTorch"));
+    assert!(overview[0].contains("ns/op") && overview[0].contains("recorded"));
+    assert!(
+        stdout.contains(
+            "recorded: PyTorch's own peak reserved / peak allocated in the recorded program"
+        ),
+        "{stdout}"
+    );
     assert!(overview[1].starts_with("gpt2_train ") && overview[1].contains("9,489"));
     assert!(
         overview[1].contains("1.0466"),
-        "PyTorch's ratio: {}",
+        "the recorded run's ratio: {}",
         overview[1]
     );
     assert!(overview[2].starts_with("two_stream_pipeline ") && overview[2].contains("3.7922"));
@@ -153,8 +160,16 @@ fn json_gives_one_object_per_trace_with_the_issue_keys() {
         assert!(path.ends_with(&format!("{name}.jsonl.gz")), "{path}");
         assert_eq!(u(v, "events"), events, "{name}");
         assert_eq!(u(v, "streams"), streams, "{name}");
-        assert_eq!(u(v, "torch_peak_reserved_bytes"), torch_r, "{name}");
-        assert_eq!(u(v, "torch_peak_allocated_bytes"), torch_a, "{name}");
+        assert_eq!(
+            u(v, "recorded_torch_peak_reserved_bytes"),
+            torch_r,
+            "{name}"
+        );
+        assert_eq!(
+            u(v, "recorded_torch_peak_allocated_bytes"),
+            torch_a,
+            "{name}"
+        );
         let (reserved, live) = (u(v, "peak_reserved_bytes"), u(v, "peak_live_bytes"));
         assert!(reserved >= live && live > 0, "{name}: {reserved} < {live}");
         let ratio = f(v, "ratio");
@@ -162,7 +177,7 @@ fn json_gives_one_object_per_trace_with_the_issue_keys() {
             (ratio - reserved as f64 / live as f64).abs() < 1e-5,
             "{name}"
         );
-        let torch_ratio = f(v, "torch_ratio");
+        let torch_ratio = f(v, "recorded_torch_ratio");
         assert!((torch_ratio - torch_r as f64 / torch_a as f64).abs() < 1e-5);
         assert!(u(v, "storage_allocs") > 0, "{name}");
         assert!(f(v, "ns_per_op") > 0.0, "{name}");
@@ -196,7 +211,10 @@ fn plain_jsonl_without_pytorch_figures() {
     assert_eq!(u(v, "allocs"), 3);
     assert_eq!(u(v, "peak_live_bytes"), 1_048_576 + 3000);
     assert_eq!(v.get("workload").and_then(Value::as_str), Some("small"));
-    for key in ["torch_peak_reserved_bytes", "torch_peak_allocated_bytes"] {
+    for key in [
+        "recorded_torch_peak_reserved_bytes",
+        "recorded_torch_peak_allocated_bytes",
+    ] {
         assert!(v.get(key).is_none(), "{key} without a header figure");
     }
     let table = replay(&[&path]);
@@ -237,10 +255,10 @@ fn svg_is_well_formed_and_holds_the_expected_series() {
         .filter_map(|n| n.text().map(|t| t.trim().to_owned()))
         .collect();
     for label in [
-        "streamcore reserved",
+        "streamcore reserved (this replay)",
         "live (the trace's own bytes)",
-        "PyTorch peak reserved",
-        "PyTorch peak allocated",
+        "PyTorch peak reserved (recorded run)",
+        "PyTorch peak allocated (recorded run)",
         "event",
         "bytes (GiB)",
     ] {
@@ -302,7 +320,8 @@ fn svg_is_well_formed_and_holds_the_expected_series() {
     // The heights agree with the figures the replay reported.
     let height = |y: f64| bottom - y;
     let ours = height(top(&reserved)) / height(y_r);
-    let want = u(v, "peak_reserved_bytes") as f64 / u(v, "torch_peak_reserved_bytes") as f64;
+    let want =
+        u(v, "peak_reserved_bytes") as f64 / u(v, "recorded_torch_peak_reserved_bytes") as f64;
     assert!((ours - want).abs() < 0.01, "{ours} vs {want}");
 }
 
@@ -376,6 +395,69 @@ fn layouts_by_preset_and_by_file() {
     );
 }
 
+#[test]
+fn layouts_that_do_not_fit_the_device_are_refused_before_the_first_event() {
+    let dir = scratch("layouts-device");
+    let t = trace("two_stream_pipeline");
+    let file = dir.join("layout.json");
+    // The bad layouts of the memory issue, and what each line must name.
+    let cases = [
+        (
+            r#"{"pools": [{"kind": "sliced", "page_size": 18446744073709551615, "max_slice": "1 MiB"}]}"#,
+            "pool 0",
+        ),
+        (
+            r#"{"alignment": 9223372036854775808, "pools": [{"kind": "exclusive", "max_slice": "1 GiB"}]}"#,
+            "alignment",
+        ),
+        (
+            r#"{"pools": [{"kind": "sliced", "page_size": "1 TiB", "max_slice": "1 MiB"}]}"#,
+            "pool 0 (sliced): page size 1.00 TiB",
+        ),
+        (
+            r#"{"pools": [{"kind": "exclusive", "max_slice": "200 TiB"}]}"#,
+            "pool 0 (exclusive): largest page 200.00 TiB",
+        ),
+    ];
+    for (layout, needle) in cases {
+        std::fs::write(&file, layout).unwrap();
+        let out = replay(&[&"--layout", &file, &t]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{layout}: {err}");
+        assert_eq!(err.lines().count(), 1, "{layout}: one line: {err}");
+        assert!(
+            err.contains("layout file") && err.contains(needle),
+            "{layout}: {err}"
+        );
+        assert!(
+            !err.contains("event"),
+            "{layout}: refused before the replay: {err}"
+        );
+        assert!(!err.contains("panicked"), "{layout}: {err}");
+        assert!(out.stdout.is_empty(), "{layout}: no table");
+    }
+    // The ones the layout's own rules accept say what does not fit.
+    std::fs::write(&file, cases[2].0).unwrap();
+    let err = text(&replay(&[&"--layout", &file, &t]).stderr);
+    assert!(
+        err.contains("is larger than the device's largest page, 32.82 GiB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn svg_into_a_file_not_named_svg_is_a_usage_error() {
+    let dir = scratch("svg-png");
+    let png = dir.join("out.png");
+    let out = replay(&[&"--svg", &png, &trace("two_stream_pipeline")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("ending in .svg"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!png.exists(), "nothing written under a bitmap's name");
+    assert!(out.stdout.is_empty());
+}
+
 /// Writes a plain trace of `events` (after a header) and replays it.
 fn replay_lines(test: &str, events: &[&str]) -> (PathBuf, Output) {
     let dir = scratch(test);
@@ -406,6 +488,87 @@ fn a_truncated_gzip_is_named() {
         &replay(&[&path]),
         &["cut.jsonl.gz: the gzip data ends early"],
     );
+}
+
+#[test]
+fn bytes_after_the_gzip_data_are_not_called_truncated() {
+    let dir = scratch("trailing");
+    let whole = std::fs::read(trace("two_stream_pipeline")).unwrap();
+    for (name, tail) in [("short", &b"xy"[..]), ("long", b"garbage after the end\n")] {
+        let path = dir.join(format!("{name}.jsonl.gz"));
+        let mut bytes = whole.clone();
+        bytes.extend_from_slice(tail);
+        std::fs::write(&path, bytes).unwrap();
+        let out = replay(&[&path]);
+        assert_refused(
+            &out,
+            &["bytes that are not gzip after the end of the gzip data"],
+        );
+        assert!(!text(&out.stderr).contains("truncated"), "{name}");
+    }
+}
+
+#[test]
+fn corruption_inside_the_gzip_data_is_called_corruption() {
+    let dir = scratch("corrupt");
+    let mut bytes = std::fs::read(trace("gpt2_train")).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 64] {
+        *b ^= 0x5a;
+    }
+    let path = dir.join("damaged.jsonl.gz");
+    std::fs::write(&path, bytes).unwrap();
+    let out = replay(&[&path]);
+    assert_refused(&out, &["damaged.jsonl.gz: corrupt gzip data"]);
+    assert!(!text(&out.stderr).contains("line "), "not a JSON error");
+}
+
+#[test]
+fn streams_out_of_first_use_order_are_refused() {
+    let (_, out) = replay_lines(
+        "stream-5",
+        &[r#"{"op":"alloc","id":1,"size":4096,"stream":5}"#],
+    );
+    assert_refused(
+        &out,
+        &[
+            "line 2: stream 5 is used before stream 0",
+            "in order of first use",
+        ],
+    );
+}
+
+#[test]
+fn header_counts_are_checked_against_the_events() {
+    let dir = scratch("header-counts");
+    let path = dir.join("counts.jsonl");
+    std::fs::write(
+        &path,
+        "{\"header\": {\"events\": 3, \"streams\": 1}}\n\
+         {\"op\":\"alloc\",\"id\":1,\"size\":4096,\"stream\":0}\n\
+         {\"op\":\"free\",\"id\":1}\n",
+    )
+    .unwrap();
+    assert_refused(
+        &replay(&[&path]),
+        &["counts.jsonl: line 1: the header announces 3 events, the trace has 2"],
+    );
+}
+
+#[test]
+fn a_size_beyond_64_bits_says_so() {
+    let (_, out) = replay_lines(
+        "size-2-64",
+        &[r#"{"op":"alloc","id":1,"size":18446744073709551616,"stream":0}"#],
+    );
+    assert_refused(
+        &out,
+        &[
+            "line 2: \"size\" is",
+            "above the largest integer a trace holds (2^64 - 1)",
+        ],
+    );
+    assert!(!text(&out.stderr).contains("not a non-negative integer"));
 }
 
 #[test]
@@ -512,8 +675,47 @@ fn help_documents_the_layout_file_and_the_outputs() {
         "Layout files",
         "\"max_slice\"",
         "release_idle_after",
-        "141 GB",
+        "141,000,000,000 B (131.32 GiB)",
+        "checked against it before the first event",
+        "labels them \"PyTorch, recorded\"",
+        "not a replay",
+        "recorded_torch_",
+        "binary units",
+        "must end in `.svg`",
     ] {
         assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
     }
+}
+
+#[cfg(feature = "hip")]
+#[test]
+fn hip_without_a_runtime_says_so_in_one_line() {
+    let empty = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-rocm-replay");
+    std::fs::create_dir_all(empty.join("lib")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
+        .args(["replay", "--platform", "hip"])
+        .arg(trace("two_stream_pipeline"))
+        .env("ROCM_PATH", &empty)
+        .env("HIP_PATH", &empty)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .expect("run streamcore");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.starts_with("streamcore: --platform hip: no HIP runtime found"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[cfg(not(feature = "hip"))]
+#[test]
+fn hip_in_a_build_without_it_says_so_in_one_line() {
+    let out = replay(&[&"--platform", &"hip", &trace("two_stream_pipeline")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains("built without HIP support"), "{err}");
 }

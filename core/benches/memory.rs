@@ -5,6 +5,9 @@
 //! The per-op figure to compare with the target (under 100 ns per
 //! reserve+free) is the `pair` rows divided by two.
 //!
+//! The `pair_carved` rows run the same pairs over a storage with resizable
+//! pages (pages carved from reservations).
+//!
 //! `cargo bench -p streamcore --bench memory`
 #![allow(
     missing_docs,
@@ -16,7 +19,9 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec, SliceHandle};
-use streamcore::platform::{ErrorKind, PageId, PlatformError, Storage};
+use streamcore::platform::{
+    ErrorKind, PageId, PlatformError, ResizableTerms, Storage, StorageTerms,
+};
 
 #[derive(Debug)]
 struct Never;
@@ -48,6 +53,33 @@ impl Storage for Ids {
     fn dealloc(&mut self, _page: PageId) {}
     fn flush(&mut self) -> Result<(), Never> {
         Ok(())
+    }
+}
+
+/// Hands out ids and resizable pages (2 MiB granules); holds nothing.
+struct Ranges(u64);
+
+impl Storage for Ranges {
+    type Error = Never;
+    fn alignment(&self) -> u64 {
+        256
+    }
+    fn alloc(&mut self, _size: u64) -> Result<PageId, Never> {
+        self.0 += 1;
+        Ok(PageId(self.0))
+    }
+    fn dealloc(&mut self, _page: PageId) {}
+    fn flush(&mut self) -> Result<(), Never> {
+        Ok(())
+    }
+    fn terms(&self) -> StorageTerms {
+        let mut t = StorageTerms::plain(256);
+        t.resizable = Some(ResizableTerms::new(2 * MIB, 1 << 40));
+        t
+    }
+    fn reserve(&mut self, _size: u64) -> Result<PageId, Never> {
+        self.0 += 1;
+        Ok(PageId(self.0))
     }
 }
 
@@ -110,6 +142,26 @@ fn warm_pairs(c: &mut Criterion) {
             }
         })
     });
+    g.finish();
+}
+
+/// The same pairs over a storage with resizable pages: every page carved
+/// from a reservation, chunks committed once (warm).
+fn carved_pairs(c: &mut Criterion) {
+    let mut g = c.benchmark_group("memory/pair_carved");
+    for (name, size) in [("small", 200), ("sliced", 40 * KIB), ("exclusive", 8 * MIB)] {
+        let mut m = MemoryManager::new(Ranges(0), layout());
+        let keep: Vec<SliceHandle> = (0..8).map(|_| m.reserve(size).unwrap().0).collect();
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let (h, _) = m.reserve(black_box(size)).unwrap();
+                m.free(h).unwrap();
+            })
+        });
+        for h in keep {
+            m.free(h).unwrap();
+        }
+    }
     g.finish();
 }
 
@@ -188,6 +240,6 @@ criterion_group! {
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(1))
         .sample_size(30);
-    targets = warm_pairs, fragmented
+    targets = warm_pairs, carved_pairs, fragmented
 }
 criterion_main!(benches);

@@ -183,7 +183,6 @@ impl<T> Arena<T> {
     }
 
     /// The live values with their keys, by index.
-    #[allow(dead_code, reason = "part of the arena's surface; used by tests")]
     pub(crate) fn iter(&self) -> impl Iterator<Item = (Key, &T)> + '_ {
         self.entries.iter().enumerate().filter_map(|(i, e)| {
             e.value.as_ref().map(|v| {

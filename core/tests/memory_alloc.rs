@@ -58,3 +58,32 @@ fn steady_state_reserve_and_free_do_not_allocate() {
     // The dedicated 20 MiB page is a storage call each step; the rest reuse.
     assert_eq!(m.storage().allocs - storage_allocs, 2000);
 }
+
+/// The same launch loop over a storage with resizable pages: pages are
+/// carved from a reservation and go back to it, chunks stay committed;
+/// still no heap allocation once warm, and the only driver calls are the
+/// dedicated 20 MiB page's (given back when freed, as over `alloc`).
+#[test]
+fn steady_state_over_resizable_pages_does_not_allocate() {
+    let mut m = MemoryManager::new(TestStorage::resizable(2 * MIB, 1 << 32), default_layout());
+    let mut live = [None; 12];
+    for i in 0..50 {
+        step(&mut m, &mut live, i);
+    }
+    let calls = (m.storage().commit_calls, m.storage().decommit_calls);
+    let n = allocations(|| {
+        for i in 50..2050 {
+            step(&mut m, &mut live, i);
+        }
+    });
+    assert_eq!(n, 0, "heap allocations in steady state");
+    assert_eq!(
+        (
+            m.storage().commit_calls - calls.0,
+            m.storage().decommit_calls - calls.1
+        ),
+        (2000, 2000),
+        "one commit and one decommit per step, for the dedicated page"
+    );
+    assert_eq!(m.storage().alloc_calls, 0, "every page carved");
+}

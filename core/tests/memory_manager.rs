@@ -670,3 +670,132 @@ fn out_of_range_sizes_and_alignments_are_typed_errors() {
         assert!(t.reserved <= m.storage().held());
     }
 }
+
+/// A storage with resizable pages of 2 MiB granules.
+fn resizable() -> MemoryManager<TestStorage> {
+    MemoryManager::new(TestStorage::resizable(2 * MIB, 1 << 30), default_layout())
+}
+
+#[test]
+fn carved_pages_share_granules_and_grow_by_commits() {
+    let mut m = resizable();
+    let (a, ra) = m.reserve(3 * MIB).unwrap();
+    let (b, rb) = m.reserve(MIB).unwrap();
+    assert_eq!(ra.page, rb.page, "both carved from one reservation");
+    assert!(ra.offset + ra.len <= rb.offset || rb.offset + rb.len <= ra.offset);
+    let s = m.storage();
+    assert_eq!(
+        (s.reserve_calls, s.alloc_calls, s.commit_calls),
+        (1, 0, 1),
+        "one reservation, one commit, no page of its own"
+    );
+    // 4 MiB of pages in two granules, not 3 + 1 rounded to 6 MiB.
+    assert_eq!(s.committed(), 4 * MIB);
+    assert_eq!(m.held_bytes(), 4 * MIB);
+    assert!(s.is_committed(ra.page.0, ra.offset, ra.len));
+    assert!(s.is_committed(rb.page.0, rb.offset, rb.len));
+    m.free(a).unwrap();
+    m.free(b).unwrap();
+    // Freed pages go back to their reservation; nothing is synchronized or
+    // given back before it is needed.
+    assert_eq!(m.storage().decommit_calls, 0);
+    assert_eq!(m.storage().flushes, 0);
+    let (c, rc) = m.reserve(3 * MIB).unwrap();
+    assert_eq!(m.storage().commit_calls, 1, "the freed space is reused");
+    assert!(m.storage().is_committed(rc.page.0, rc.offset, rc.len));
+    m.free(c).unwrap();
+    m.cleanup().unwrap();
+    let s = m.storage();
+    assert_eq!((s.committed(), m.held_bytes()), (0, 0));
+    assert!(s.decommit_calls >= 1);
+    assert!(s.ranges.is_empty(), "the empty reservation is given back");
+    assert!(s.live.is_empty());
+}
+
+#[test]
+fn nothing_is_committed_in_a_capture_nor_decommitted_while_flushes_are_held() {
+    let mut m = resizable();
+    m.prepare().unwrap();
+    // The warm-up: what the window will need, freed again (and retained).
+    let (w, _) = m.reserve(5 * MIB).unwrap();
+    m.free(w).unwrap();
+    m.begin_capture().unwrap();
+    let commits = m.storage().commit_calls;
+    // The warm-up's bytes serve the capture; more would need a commit.
+    let (x, _) = m.reserve(5 * MIB).unwrap();
+    assert!(matches!(
+        m.reserve(64 * MIB),
+        Err(MemoryError::AllocationInCapture { .. })
+    ));
+    assert_eq!(
+        m.storage().commit_calls,
+        commits,
+        "no commit inside the capture"
+    );
+    m.free(x).unwrap();
+    assert!(matches!(m.cleanup(), Err(MemoryError::WindowOpen { .. })));
+    let mut pinned = Vec::new();
+    m.end_capture(|s| pinned.push(s.handle)).unwrap();
+    for h in pinned {
+        m.unpin(h).unwrap();
+    }
+    // Another stream records: the device holds every manager's flushes.
+    m.hold_flushes(true).unwrap();
+    m.cleanup().unwrap();
+    assert_eq!(
+        m.storage().decommit_calls,
+        0,
+        "nothing unmapped during a capture"
+    );
+    assert!(m.storage().committed() > 0);
+    m.hold_flushes(false).unwrap();
+    m.cleanup().unwrap();
+    assert!(m.storage().decommit_calls > 0);
+    assert_eq!((m.storage().committed(), m.held_bytes()), (0, 0));
+}
+
+#[test]
+fn storage_errors_on_resizable_pages_are_typed_and_keep_the_books() {
+    let mut m = resizable();
+    let (a, _) = m.reserve(6 * MIB).unwrap();
+    m.free(a).unwrap();
+    m.storage_mut().fail_decommit = Some(ErrorKind::Other);
+    match m.cleanup() {
+        Err(MemoryError::Storage { op, .. }) => assert_eq!(op, "decommit"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        m.held_bytes(),
+        m.storage().held(),
+        "the chunk stays counted"
+    );
+    m.cleanup().unwrap();
+    assert_eq!((m.held_bytes(), m.storage().held()), (0, 0));
+
+    // Out of memory on a commit: idle memory goes back and the commit is
+    // retried once, then a typed out-of-memory.
+    let mut m = MemoryManager::new(
+        TestStorage {
+            capacity: 8 * MIB,
+            ..TestStorage::resizable(2 * MIB, 1 << 30)
+        },
+        default_layout(),
+    );
+    let (a, _) = m.reserve(6 * MIB).unwrap();
+    let (b, _) = m.reserve(2 * MIB).unwrap();
+    m.free(a).unwrap();
+    let (c, _) = m.reserve(4 * MIB).unwrap();
+    m.free(c).unwrap();
+    assert!(matches!(
+        m.reserve(8 * MIB),
+        Err(MemoryError::OutOfMemory {
+            cause: OomCause::Storage(_),
+            ..
+        })
+    ));
+    assert_eq!(m.held_bytes(), m.storage().held());
+    m.free(b).unwrap();
+    let (d, _) = m.reserve(8 * MIB).unwrap();
+    assert_eq!(m.storage().committed(), 8 * MIB);
+    m.free(d).unwrap();
+}

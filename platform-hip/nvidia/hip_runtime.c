@@ -5,6 +5,7 @@
 #include "hip_on_cuda.h"
 /* after hip_on_cuda.h: the table names CUDA enumerators */
 #include "hip_devattr_map.h"
+#include "hip_vmm.h"
 
 #define TR(call) hoc_from_cuda((int)(call))
 
@@ -44,6 +45,9 @@ HIP_API hipError_t hipDeviceGetName(char *name, int len, hipDevice_t device) {
 HIP_API hipError_t hipDeviceGetAttribute(int *value, int attr, int device) {
     if (value == NULL) {
         return hipErrorInvalidValue;
+    }
+    if (attr == 89) { /* hipDeviceAttributeVirtualMemoryManagementSupported: a driver attribute */
+        return hoc_vmm_supported(value, device);
     }
     if (attr == 84) { /* hipDeviceAttributeTotalGlobalMem: no CUDA twin */
         struct cudaDeviceProp prop;

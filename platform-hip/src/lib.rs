@@ -10,9 +10,16 @@
 //!   when there is no runtime or no device.
 //! - [`HipStream`]: a non-blocking stream. [`HipEvent`]: an event with timing
 //!   disabled, destroyed exactly once on drop.
-//! - [`HipStorage`] (`hipMalloc`/`hipFree`) and [`HipHostStorage`]
-//!   (`hipHostMalloc`/`hipHostFree`): page ids are addresses; releases are
-//!   deferred to `flush`.
+//! - [`HipDeviceStorage`], the device storage, chosen at run time:
+//!   [`HipVmmStorage`] (the driver's virtual memory: address ranges
+//!   reserved once, chunks mapped and unmapped in place) where the device
+//!   supports it, else [`HipStorage`] (`hipMalloc`/`hipFree`).
+//!   [`HipHostStorage`] (`hipHostMalloc`/`hipHostFree`) for staging. Page
+//!   ids are addresses; releases are deferred to `flush`.
+//! - [`PoolBlock`]: the driver's own stream-ordered pool
+//!   ([`HipPlatform::pool_alloc`], `hipMallocAsync`), the baseline the
+//!   pools are measured against; [`HipPlatform::memory_info`] and
+//!   [`HipPlatform::fill`] for replays on the device.
 //! - [`HipKernel`]: compiled with hiprtc, launched with
 //!   `hipModuleLaunchKernel`; the launch ABI (one device pointer per
 //!   binding, in order) is documented in [`kernel`].
@@ -31,7 +38,10 @@
 //! applied deterministically whatever the event. Storage `flush` during a
 //! capture keeps its queue for the next flush.
 
+mod ballast;
 mod copy;
+mod device_storage;
+mod driver_pool;
 mod error;
 mod event;
 mod graph;
@@ -43,15 +53,22 @@ mod properties;
 mod shared;
 mod storage;
 mod stream;
+mod vmm;
+mod vmm_storage;
 
+pub use device_storage::{HipDeviceStorage, StoragePreference};
+pub use driver_pool::{MemoryInfo, PoolBlock};
 pub use error::{HipError, Origin, kind_of_hip_code};
 pub use event::HipEvent;
 pub use graph::HipGraph;
 pub use host_storage::{HOST_ALIGNMENT, HipHostStorage};
 pub use kernel::{HipKernel, MAX_BINDINGS};
 pub use platform::HipPlatform;
-pub use storage::{DEVICE_ALIGNMENT, HipStorage};
+pub use storage::{
+    DEVICE_ALIGNMENT, HipStorage, MALLOC_COSTS, MALLOC_GRANULARITY, MALLOC_PACK_LIMIT,
+};
 pub use stream::HipStream;
+pub use vmm_storage::{HipVmmStorage, VMM_COSTS, VmmCalls};
 
 /// Whether the HIP runtime libraries can be loaded in this process.
 pub fn runtime_available() -> bool {
@@ -74,6 +91,8 @@ mod tests {
         send_sync::<HipError>();
         send::<HipStream>();
         send_sync::<HipStorage>();
+        send_sync::<HipVmmStorage>();
+        send_sync::<HipDeviceStorage>();
         send_sync::<HipHostStorage>();
     }
 }

@@ -8,7 +8,9 @@ use streamcore::platform::{
     KernelSource, LaunchDims, Platform,
 };
 
+use crate::ballast::Ballast;
 use crate::copy;
+use crate::device_storage::{HipDeviceStorage, StoragePreference};
 use crate::error::{HipError, check};
 use crate::event::HipEvent;
 use crate::graph::{self, HipGraph};
@@ -18,6 +20,8 @@ use crate::properties;
 use crate::shared::Shared;
 use crate::storage::HipStorage;
 use crate::stream::HipStream;
+use crate::vmm;
+use crate::vmm_storage::HipVmmStorage;
 
 /// One HIP device as a streamcore [`Platform`].
 ///
@@ -53,9 +57,15 @@ use crate::stream::HipStream;
 /// [`HipPlatform::make_current`] afterwards.
 #[derive(Debug)]
 pub struct HipPlatform {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     properties: DeviceProperties,
     name: String,
+    /// The virtual-memory granularity, when the device supports it.
+    vmm_granularity: Option<u64>,
+    storage: StoragePreference,
+    /// Memory held so only a given amount stays free (`leave_free`).
+    pub(crate) ballast: Vec<Ballast>,
+    pub(crate) ballast_bytes: u64,
 }
 
 impl HipPlatform {
@@ -101,11 +111,53 @@ impl HipPlatform {
         crate::shared::set_current(device)?;
         let properties = properties::read(&shared)?;
         let name = properties::device_name(&shared)?;
+        // A probe that fails says the calls cannot be used: `hipMalloc`.
+        let vmm_granularity = vmm::probe(&shared).ok().flatten();
         Ok(Self {
             shared,
             properties,
             name,
+            vmm_granularity,
+            storage: StoragePreference::Auto,
+            ballast: Vec::new(),
+            ballast_bytes: 0,
         })
+    }
+
+    /// Chooses which storage [`Platform::device_storage`] hands out.
+    pub fn with_storage(mut self, preference: StoragePreference) -> Self {
+        self.storage = preference;
+        self
+    }
+
+    /// The granularity of the driver's virtual memory (bytes), or `None`
+    /// when the device or runtime does not support it.
+    pub fn vmm_granularity(&self) -> Option<u64> {
+        self.vmm_granularity
+    }
+
+    /// A storage over the driver's virtual memory; an error of kind
+    /// [`ErrorKind::NotAvailable`] where the device does not support it.
+    pub fn vmm_storage(&self) -> Result<HipVmmStorage, HipError> {
+        match self.vmm_granularity {
+            Some(g) => Ok(HipVmmStorage::new(
+                &self.shared,
+                g,
+                self.properties.total_memory,
+            )),
+            None => Err(HipError::platform(
+                "hipMemGetAllocationGranularity",
+                ErrorKind::NotAvailable,
+                Some(hip::hipError_t_hipErrorNotSupported),
+                "hipErrorNotSupported",
+                "the device or runtime has no virtual-memory support",
+            )),
+        }
+    }
+
+    /// A storage over `hipMalloc` / `hipFree`.
+    pub fn malloc_storage(&self) -> HipStorage {
+        HipStorage::new(&self.shared)
     }
 
     /// The device's name as the runtime reports it.
@@ -134,7 +186,7 @@ impl HipPlatform {
 impl Platform for HipPlatform {
     type Stream = HipStream;
     type Event = HipEvent;
-    type Storage = HipStorage;
+    type Storage = HipDeviceStorage;
     type HostStorage = HipHostStorage;
     type Capture = Self;
     type Kernel = HipKernel;
@@ -162,8 +214,17 @@ impl Platform for HipPlatform {
         HipStream::create(&self.shared)
     }
 
-    fn device_storage(&self) -> Result<HipStorage, HipError> {
-        Ok(HipStorage::new(&self.shared))
+    /// Virtual memory where the device supports it (and the preference is
+    /// [`StoragePreference::Auto`]), else `hipMalloc`.
+    fn device_storage(&self) -> Result<HipDeviceStorage, HipError> {
+        Ok(match (self.storage, self.vmm_granularity) {
+            (StoragePreference::Auto, Some(g)) => HipDeviceStorage::Vmm(HipVmmStorage::new(
+                &self.shared,
+                g,
+                self.properties.total_memory,
+            )),
+            _ => HipDeviceStorage::Malloc(HipStorage::new(&self.shared)),
+        })
     }
 
     fn host_storage(&self) -> Result<HipHostStorage, HipError> {

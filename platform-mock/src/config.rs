@@ -49,6 +49,7 @@ pub struct MockConfig {
     pub(crate) costs: CostModel,
     pub(crate) report_uninitialized: bool,
     pub(crate) allow_query_during_capture: bool,
+    pub(crate) virtual_memory: Option<u64>,
 }
 
 impl fmt::Debug for MockConfig {
@@ -62,6 +63,7 @@ impl fmt::Debug for MockConfig {
                 "allow_query_during_capture",
                 &self.allow_query_during_capture,
             )
+            .field("virtual_memory", &self.virtual_memory)
             .finish_non_exhaustive()
     }
 }
@@ -82,6 +84,7 @@ impl Default for MockConfig {
             costs: CostModel::default(),
             report_uninitialized: true,
             allow_query_during_capture: false,
+            virtual_memory: None,
         }
     }
 }
@@ -90,6 +93,15 @@ impl MockConfig {
     /// Device properties, all at once (`alignment` must be a power of two).
     pub fn properties(mut self, p: DeviceProperties) -> Self {
         self.properties = p;
+        self
+    }
+
+    /// Device storages offer resizable pages (virtual memory) in chunks of
+    /// `granularity` bytes (a power of two, at least the alignment): the
+    /// memory manager then carves its pages from reservations. Off by
+    /// default.
+    pub fn virtual_memory(mut self, granularity: u64) -> Self {
+        self.virtual_memory = Some(granularity);
         self
     }
 

@@ -4,6 +4,11 @@
 //! pages, and are never reused, so an access to a released page is always
 //! recognised. A page's bytes are allocated lazily on its first write
 //! (unwritten bytes read as zero), so large simulated memories cost little.
+//!
+//! With virtual memory on, a device storage also hands out *reservations*:
+//! pages whose bytes exist only where a chunk is committed. A reservation
+//! costs nothing from the budget; each committed chunk costs its bytes until
+//! it is decommitted, which drops its bytes and shadow at once.
 
 use std::collections::BTreeMap;
 use std::vec::Vec;
@@ -46,6 +51,9 @@ pub(crate) struct Page {
     pub state: PageState,
     bytes: Option<Vec<u8>>,
     pub shadow: RangeMap<Shadow>,
+    /// A reservation's committed chunks (offset → length); `None` for a
+    /// page backed whole.
+    pub chunks: Option<BTreeMap<u64, u64>>,
 }
 
 impl Page {
@@ -76,10 +84,58 @@ impl Page {
         }
     }
 
-    /// Whether `offset..offset + len` lies inside the page.
+    /// Whether `offset..offset + len` lies inside the page (and, in a
+    /// reservation, inside committed chunks).
     pub(crate) fn contains(&self, offset: u64, len: u64) -> bool {
-        offset.checked_add(len).is_some_and(|end| end <= self.size)
+        let Some(end) = offset.checked_add(len).filter(|&e| e <= self.size) else {
+            return false;
+        };
+        match &self.chunks {
+            None => true,
+            Some(chunks) => {
+                let mut at = offset;
+                while at < end {
+                    match chunks.range(..=at).next_back() {
+                        Some((&o, &l)) if o + l > at => at = o + l,
+                        _ => return false,
+                    }
+                }
+                true
+            }
+        }
     }
+
+    /// Whether `offset..offset + len` overlaps a committed chunk.
+    fn overlaps_chunk(&self, offset: u64, len: u64) -> bool {
+        self.chunks.as_ref().is_some_and(|c| {
+            c.iter()
+                .any(|(&o, &l)| o < offset.saturating_add(len) && offset < o + l)
+        })
+    }
+
+    /// Forgets the bytes and the shadow of `offset..offset + len`.
+    fn forget(&mut self, offset: u64, len: u64) {
+        if let Some(b) = &mut self.bytes {
+            if let Some(dst) = b.get_mut(offset as usize..(offset + len) as usize) {
+                dst.fill(0);
+            }
+        }
+        self.shadow.set(offset, offset + len, Shadow::default());
+    }
+}
+
+/// Why a virtual-memory call was refused.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum VmError {
+    /// Virtual memory is off, or the page is not a live reservation.
+    NotReservation,
+    /// Offset or length off the granularity, or outside the reservation.
+    Misaligned,
+    /// The range overlaps a committed chunk (commit) or is not exactly one
+    /// (decommit).
+    Overlap,
+    /// The budget is spent.
+    OutOfMemory,
 }
 
 /// All pages of one platform, with the byte accounting per memory kind.
@@ -90,6 +146,8 @@ pub(crate) struct Memory {
     alignment: u64,
     used: [u64; 2],
     limit: [u64; 2],
+    /// Virtual memory: the granularity of chunks (`None`: off).
+    pub granularity: Option<u64>,
 }
 
 fn slot(kind: MemoryKind) -> usize {
@@ -108,7 +166,15 @@ impl Memory {
             alignment,
             used: [0, 0],
             limit: [device, host],
+            granularity: None,
         }
+    }
+
+    /// The same memories with virtual memory of `granularity`-byte chunks
+    /// (`None`: off).
+    pub(crate) fn with_virtual_memory(mut self, granularity: Option<u64>) -> Self {
+        self.granularity = granularity.filter(|g| g.is_power_of_two());
+        self
     }
 
     /// Bytes reserved by live or not yet released pages of `kind`.
@@ -137,9 +203,96 @@ impl Memory {
                 state: PageState::Live,
                 bytes: None,
                 shadow: RangeMap::new(size, Shadow::default()),
+                chunks: None,
             },
         );
         Some(PageId(id))
+    }
+
+    /// Reserves `size` bytes of device addresses with nothing committed.
+    pub(crate) fn reserve(&mut self, storage: u64, size: u64) -> Result<PageId, VmError> {
+        let g = self.granularity.ok_or(VmError::NotReservation)?;
+        if size == 0 || size % g != 0 {
+            return Err(VmError::Misaligned);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.pages.insert(
+            id,
+            Page {
+                kind: MemoryKind::Device,
+                storage,
+                size,
+                reserved: 0,
+                state: PageState::Live,
+                bytes: None,
+                shadow: RangeMap::new(size, Shadow::default()),
+                chunks: Some(BTreeMap::new()),
+            },
+        );
+        Ok(PageId(id))
+    }
+
+    /// Commits `len` bytes at `offset` of a live reservation of `storage`.
+    pub(crate) fn commit(
+        &mut self,
+        storage: u64,
+        page: PageId,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), VmError> {
+        let g = self.granularity.ok_or(VmError::NotReservation)?;
+        let used = self.used[0];
+        let limit = self.limit[0];
+        let p = self.reservation(storage, page)?;
+        let end = offset.checked_add(len).ok_or(VmError::Misaligned)?;
+        if len == 0 || offset % g != 0 || len % g != 0 || end > p.size {
+            return Err(VmError::Misaligned);
+        }
+        if p.overlaps_chunk(offset, len) {
+            return Err(VmError::Overlap);
+        }
+        let next = used.checked_add(len).filter(|&u| u <= limit);
+        let Some(next) = next else {
+            return Err(VmError::OutOfMemory);
+        };
+        p.forget(offset, len);
+        if let Some(c) = &mut p.chunks {
+            c.insert(offset, len);
+        }
+        p.reserved += len;
+        self.used[0] = next;
+        Ok(())
+    }
+
+    /// Decommits the chunk committed at `offset` (exactly `len` bytes):
+    /// its bytes and shadow are gone at once.
+    pub(crate) fn decommit(
+        &mut self,
+        storage: u64,
+        page: PageId,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), VmError> {
+        let p = self.reservation(storage, page)?;
+        let chunks = p.chunks.as_mut().ok_or(VmError::NotReservation)?;
+        if chunks.get(&offset) != Some(&len) {
+            return Err(VmError::Overlap);
+        }
+        chunks.remove(&offset);
+        p.forget(offset, len);
+        p.reserved -= len;
+        self.used[0] = self.used[0].saturating_sub(len);
+        Ok(())
+    }
+
+    fn reservation(&mut self, storage: u64, page: PageId) -> Result<&mut Page, VmError> {
+        match self.pages.get_mut(&page.0) {
+            Some(p) if p.chunks.is_some() && p.storage == storage && p.state == PageState::Live => {
+                Ok(p)
+            }
+            _ => Err(VmError::NotReservation),
+        }
     }
 
     /// The page with this id (live, deallocated or released).
@@ -164,6 +317,9 @@ impl Memory {
         p.state = PageState::Released { op };
         p.bytes = None;
         p.shadow = RangeMap::new(0, Shadow::default());
+        if let Some(c) = &mut p.chunks {
+            c.clear();
+        }
         let k = slot(p.kind);
         self.used[k] = self.used[k].saturating_sub(p.reserved);
         true

@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
 
-use streamcore::platform::{HostStorage, PageId, Storage};
+use streamcore::platform::{HostStorage, PageId, ResizableTerms, Storage, StorageTerms};
 
 use crate::device::State;
 use crate::error::MockError;
@@ -109,6 +109,45 @@ impl Storage for MockStorage {
 
     fn flush(&mut self) -> Result<(), MockError> {
         flush(&self.shared, MemoryKind::Device, &mut self.pending)
+    }
+
+    /// Resizable pages when the platform was configured with
+    /// [`virtual_memory`](crate::MockConfig::virtual_memory); reservations
+    /// are as large as the device.
+    fn terms(&self) -> StorageTerms {
+        let st = lock(&self.shared);
+        let mut t = StorageTerms::plain(self.alignment);
+        if let Some(g) = st.memory.granularity {
+            let total = st.props.total_memory.max(g);
+            t.resizable = Some(ResizableTerms::new(g, total.next_multiple_of(g)));
+        }
+        t
+    }
+
+    /// Fails (invalid) when virtual memory is off or `size` is off the
+    /// granularity.
+    fn reserve(&mut self, size: u64) -> Result<PageId, MockError> {
+        let mut st = lock(&self.shared);
+        let r = st.reserve(self.id, size);
+        st.outcome("reserve", r)
+    }
+
+    /// Fails with `OutOfMemory` past the configured total, with
+    /// `CaptureUnsupported` (invalidating every open capture) while a
+    /// capture is open, and (invalid) on a range off the granularity or over
+    /// a committed chunk.
+    fn commit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), MockError> {
+        let mut st = lock(&self.shared);
+        let r = st.commit(self.id, page, offset, len);
+        st.outcome("commit", r)
+    }
+
+    /// Unmaps at once; queued work that still touches the bytes is a
+    /// [`UseAfterFree`](crate::HazardKind::UseAfterFree) hazard.
+    fn decommit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), MockError> {
+        let mut st = lock(&self.shared);
+        let r = st.decommit(self.id, page, offset, len);
+        st.outcome("decommit", r)
     }
 }
 

@@ -133,7 +133,7 @@ where
 }
 
 /// Calls macro `$m` with the names of every scenario: the one list of the
-/// suite, used by [`all`] and [`scenario_suite!`].
+/// suite, used by [`all`] and [`scenario_suite!`](crate::scenario_suite).
 #[macro_export]
 macro_rules! for_each_scenario {
     ($($m:ident)::+ $(, $arg:expr)?) => {
@@ -197,7 +197,7 @@ macro_rules! scenario_suite {
 }
 
 /// Emits one `#[test]` per scenario name for the harness `$make`
-/// (used by [`scenario_suite!`]).
+/// (used by [`scenario_suite!`](crate::scenario_suite)).
 #[macro_export]
 macro_rules! scenario_tests {
     ($make:expr; $($name:ident),* $(,)?) => {

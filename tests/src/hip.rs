@@ -3,8 +3,9 @@
 //! reports itself skipped; the two-device scenario is skipped with fewer
 //! than two devices. Kernel failures are real: the failing kernel is
 //! launched with more threads per block than any device allows, which the
-//! driver refuses without harming the context. HIP cannot shrink memory or
-//! count storage allocations; hazards are the mock's job.
+//! driver refuses without harming the context. A small memory is made by
+//! filling the device with ballast first. HIP cannot count storage
+//! allocations; hazards are the mock's job.
 
 use streamcore::device::{Device, DeviceConfig};
 use streamcore::platform::{ErrorKind, PlatformError};
@@ -25,8 +26,8 @@ impl Harness for HipHarness {
 
     fn supports(&self, capability: Capability) -> bool {
         match capability {
-            Capability::FailKernel | Capability::TwoDevices => true,
-            Capability::SmallMemory | Capability::CountAllocations => false,
+            Capability::FailKernel | Capability::TwoDevices | Capability::SmallMemory => true,
+            Capability::CountAllocations => false,
         }
     }
 
@@ -46,6 +47,13 @@ impl Harness for HipHarness {
                 )));
             }
             Err(e) => panic!("HipPlatform::with_device({ordinal}) failed unexpectedly: {e}"),
+        };
+        let platform = match setup.memory {
+            // Fill the device so only the scenario's memory stays free.
+            Some(bytes) => platform
+                .leave_free(bytes)
+                .unwrap_or_else(|e| panic!("filling the device to leave {bytes} B: {e}")),
+            None => platform,
         };
         Device::new(platform, DeviceConfig::with_streams(setup.streams))
             .map_err(|e| Skip(format!("device: {e}")))

@@ -9,9 +9,11 @@
 
 pub mod harness;
 pub mod hip;
-pub mod kernels;
 pub mod mock;
 pub mod paced;
 pub mod scenarios;
+
+/// The suite's kernels (the `streamcore-kernels` crate).
+pub use streamcore_kernels as kernels;
 
 pub use harness::{Capability, Harness, Setup, Skip};

@@ -18,13 +18,18 @@
 //!
 //! or `{"preset": "balanced", "policy": {...}}` to change only the policy of
 //! a preset.
+//!
+//! A layout that is valid in itself is then checked against the device it
+//! would run on ([`check_device`]): no pool may make pages larger than the
+//! device's largest page, and the alignment must fit in one. Otherwise the
+//! first allocation in that pool would fail, deep into the replay.
 
 use std::fmt;
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 
 use streamcore::memory::{
-    LayoutError, LayoutPreset, MemoryLayout, MemoryPolicy, PoolKind, PoolSpec,
+    HumanBytes, LayoutError, LayoutPreset, MemoryLayout, MemoryPolicy, PoolKind, PoolSpec,
 };
 use streamcore::platform::DeviceProperties;
 use streamcore_mock::replay::json::{self, Value};
@@ -76,6 +81,99 @@ pub enum LayoutArgError {
         /// The layout's own error.
         error: LayoutError,
     },
+    /// The layout does not fit the device.
+    Device {
+        /// The file.
+        path: PathBuf,
+        /// What does not fit.
+        mismatch: DeviceMismatch,
+    },
+}
+
+/// A layout that does not fit the device it would run on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeviceMismatch {
+    /// A pool makes pages larger than the device's largest page (sliced and
+    /// small pools: every page; exclusive pools: their largest).
+    PageTooLarge {
+        /// The pool's index in the layout.
+        pool: usize,
+        /// Its kind.
+        kind: PoolKind,
+        /// Its (largest) page.
+        page: u64,
+        /// The device's largest page.
+        max_page: u64,
+    },
+    /// The alignment is larger than the device's largest page.
+    AlignmentTooLarge {
+        /// The layout's alignment.
+        alignment: u64,
+        /// The device's largest page.
+        max_page: u64,
+    },
+}
+
+impl fmt::Display for DeviceMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            DeviceMismatch::PageTooLarge {
+                pool,
+                kind,
+                page,
+                max_page,
+            } => {
+                let what = match kind {
+                    PoolKind::Exclusive => "largest page",
+                    _ => "page size",
+                };
+                write!(
+                    f,
+                    "pool {pool} ({kind}): {what} {} ({page} B) is larger than the device's \
+                     largest page, {} ({max_page} B)",
+                    HumanBytes(page),
+                    HumanBytes(max_page)
+                )
+            }
+            DeviceMismatch::AlignmentTooLarge {
+                alignment,
+                max_page,
+            } => write!(
+                f,
+                "alignment {} ({alignment} B) is larger than the device's largest page, {} \
+                 ({max_page} B)",
+                HumanBytes(alignment),
+                HumanBytes(max_page)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DeviceMismatch {}
+
+/// Checks `layout` against the device: every pool's pages and the
+/// alignment within the device's largest page. The first mismatch, in the
+/// layout's order (the alignment first).
+pub fn check_device(layout: &MemoryLayout, props: &DeviceProperties) -> Result<(), DeviceMismatch> {
+    let max_page = props.max_page_size;
+    if layout.alignment() > max_page {
+        return Err(DeviceMismatch::AlignmentTooLarge {
+            alignment: layout.alignment(),
+            max_page,
+        });
+    }
+    for (pool, spec) in layout.pools().iter().enumerate() {
+        if spec.page_size > max_page {
+            return Err(DeviceMismatch::PageTooLarge {
+                pool,
+                kind: spec.kind,
+                page: spec.page_size,
+                max_page,
+            });
+        }
+    }
+    Ok(())
 }
 
 impl fmt::Display for LayoutArgError {
@@ -100,6 +198,9 @@ impl fmt::Display for LayoutArgError {
             }
             LayoutArgError::Invalid { path, error } => {
                 write!(f, "layout file {}: {error}", path.display())
+            }
+            LayoutArgError::Device { path, mismatch } => {
+                write!(f, "layout file {}: {mismatch}", path.display())
             }
         }
     }
@@ -140,6 +241,10 @@ pub fn choose(given: &str, props: &DeviceProperties) -> Result<ChosenLayout, Lay
             path: path.to_path_buf(),
             error,
         },
+    })?;
+    check_device(&layout, props).map_err(|mismatch| LayoutArgError::Device {
+        path: path.to_path_buf(),
+        mismatch,
     })?;
     Ok(ChosenLayout {
         name: given.to_owned(),
@@ -342,8 +447,22 @@ fn boolean(v: &Value, at: &str) -> Result<bool, FileError> {
 }
 
 fn integer(v: &Value, at: &str) -> Result<u64, FileError> {
-    v.as_u64()
-        .ok_or_else(|| format_err(at, "not a non-negative integer"))
+    match v {
+        Value::UInt(n) => Ok(*n),
+        Value::Number(x) => Err(format_err(at, number_why(*x))),
+        _ => Err(format_err(at, "not a non-negative integer")),
+    }
+}
+
+/// Why a JSON number that is not a `u64` is refused: what is wrong with it.
+fn number_why(x: f64) -> String {
+    if x < 0.0 {
+        format!("{x} is negative")
+    } else if x.fract() != 0.0 {
+        format!("{x} is not a whole number")
+    } else {
+        format!("{x} is above the largest value, 2^64 - 1")
+    }
 }
 
 /// A byte size: an integer, or a string such as `"4 MiB"` (B, KiB, MiB,
@@ -351,10 +470,18 @@ fn integer(v: &Value, at: &str) -> Result<u64, FileError> {
 fn size(v: &Value, at: &str) -> Result<u64, FileError> {
     match v {
         Value::UInt(n) => Ok(*n),
-        Value::Str(s) => parse_size(s).ok_or_else(|| {
+        Value::Number(x) => Err(format_err(at, number_why(*x))),
+        Value::Str(s) => parse_size(s).map_err(|e| {
             format_err(
                 at,
-                format!("\"{s}\" is not a size (bytes, or a number with B, KiB, MiB, GiB, TiB)"),
+                match e {
+                    SizeError::Syntax => format!(
+                        "\"{s}\" is not a size (bytes, or a whole number with B, KiB, MiB, GiB, TiB)"
+                    ),
+                    SizeError::Overflow => {
+                        format!("\"{s}\" is above the largest size, 2^64 - 1 bytes")
+                    }
+                },
             )
         }),
         _ => Err(format_err(
@@ -364,20 +491,33 @@ fn size(v: &Value, at: &str) -> Result<u64, FileError> {
     }
 }
 
-fn parse_size(s: &str) -> Option<u64> {
+/// Why a size string was refused.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum SizeError {
+    /// Not digits and a unit.
+    Syntax,
+    /// More bytes than a `u64` holds.
+    Overflow,
+}
+
+fn parse_size(s: &str) -> Result<u64, SizeError> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (digits, unit) = s.split_at(split);
-    let n: u64 = digits.parse().ok()?;
+    if digits.is_empty() {
+        return Err(SizeError::Syntax);
+    }
     let shift = match unit.trim() {
         "" | "B" => 0,
         "KiB" => 10,
         "MiB" => 20,
         "GiB" => 30,
         "TiB" => 40,
-        _ => return None,
+        _ => return Err(SizeError::Syntax),
     };
-    n.checked_mul(1u64 << shift)
+    // Only digits are left: a parse error is an overflow.
+    let n: u64 = digits.parse().map_err(|_| SizeError::Overflow)?;
+    n.checked_mul(1u64 << shift).ok_or(SizeError::Overflow)
 }
 
 #[cfg(test)]
@@ -505,6 +645,31 @@ mod tests {
             ),
             (r#"{"preset": "tiny"}"#, "preset", "unknown preset"),
             (
+                r#"{"pools": [{"kind": "exclusive", "max_slice": 18446744073709551616}]}"#,
+                "pools[0].max_slice",
+                "above the largest value, 2^64 - 1",
+            ),
+            (
+                r#"{"pools": [{"kind": "exclusive", "max_slice": "20000000 TiB"}]}"#,
+                "pools[0].max_slice",
+                "above the largest size",
+            ),
+            (
+                r#"{"pools": [{"kind": "exclusive", "max_slice": -4096}]}"#,
+                "pools[0].max_slice",
+                "is negative",
+            ),
+            (
+                r#"{"pools": [{"kind": "exclusive", "max_slice": 4096.5}]}"#,
+                "pools[0].max_slice",
+                "not a whole number",
+            ),
+            (
+                r#"{"preset": "balanced", "policy": {"max_pages": 1e30}}"#,
+                "policy.max_pages",
+                "above the largest value",
+            ),
+            (
                 r#"{"alignment": 128, "pools": [{"kind": "exclusive", "max_slice": 4096}]}"#,
                 "alignment",
                 "below the device's alignment 256",
@@ -523,13 +688,88 @@ mod tests {
 
     #[test]
     fn sizes_take_binary_units_and_refuse_overflow() {
-        assert_eq!(parse_size("4096"), Some(4096));
-        assert_eq!(parse_size("3 KiB"), Some(3 << 10));
-        assert_eq!(parse_size("2GiB"), Some(2 << 30));
-        assert_eq!(parse_size("1 TiB"), Some(1 << 40));
-        assert_eq!(parse_size("20000000 TiB"), None);
-        assert_eq!(parse_size("MiB"), None);
-        assert_eq!(parse_size("1.5 GiB"), None);
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("3 KiB"), Ok(3 << 10));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("1 TiB"), Ok(1 << 40));
+        assert_eq!(parse_size("20000000 TiB"), Err(SizeError::Overflow));
+        assert_eq!(parse_size("18446744073709551616"), Err(SizeError::Overflow));
+        assert_eq!(parse_size("MiB"), Err(SizeError::Syntax));
+        assert_eq!(parse_size("1.5 GiB"), Err(SizeError::Syntax));
+        assert_eq!(parse_size("4 MB"), Err(SizeError::Syntax));
+    }
+
+    #[test]
+    fn layouts_are_checked_against_the_device() {
+        let device = props();
+        for (_, preset) in PRESETS {
+            check_device(&MemoryLayout::preset(preset, &device), &device).unwrap();
+        }
+        let fits = MemoryLayout::new(
+            &[PoolSpec::exclusive(device.max_page_size)],
+            256,
+            MemoryPolicy::default(),
+        )
+        .unwrap();
+        assert_eq!(check_device(&fits, &device), Ok(()));
+        // The bad layouts of the memory issue: each refused before any
+        // event, naming the pool (or the alignment) and both sizes.
+        let cases = [
+            (
+                r#"{"pools": [{"kind": "sliced", "page_size": 18446744073709551615, "max_slice": "1 MiB"}]}"#,
+                DeviceMismatch::PageTooLarge {
+                    pool: 0,
+                    kind: PoolKind::Sliced,
+                    page: u64::MAX,
+                    max_page: device.max_page_size,
+                },
+            ),
+            (
+                r#"{"alignment": 9223372036854775808, "pools": [{"kind": "exclusive", "max_slice": "1 GiB"}]}"#,
+                DeviceMismatch::AlignmentTooLarge {
+                    alignment: 1 << 63,
+                    max_page: device.max_page_size,
+                },
+            ),
+            (
+                r#"{"pools": [{"kind": "small", "page_size": "1 MiB", "max_slice": "1 KiB"},
+                              {"kind": "sliced", "page_size": "1 TiB", "max_slice": "1 MiB"}]}"#,
+                DeviceMismatch::PageTooLarge {
+                    pool: 1,
+                    kind: PoolKind::Sliced,
+                    page: 1 << 40,
+                    max_page: device.max_page_size,
+                },
+            ),
+            (
+                r#"{"pools": [{"kind": "exclusive", "max_slice": "200 TiB"}]}"#,
+                DeviceMismatch::PageTooLarge {
+                    pool: 0,
+                    kind: PoolKind::Exclusive,
+                    page: 200 << 40,
+                    max_page: device.max_page_size,
+                },
+            ),
+        ];
+        for (text, want) in cases {
+            // The layout is valid in itself (or refused by its own rules);
+            // when it is built, the device refuses it.
+            match parse(text, &device) {
+                Ok(layout) => {
+                    assert_eq!(check_device(&layout, &device), Err(want), "{text}");
+                    let line = want.to_string();
+                    assert!(
+                        line.contains("larger than the device's largest page")
+                            && !line.contains('\n'),
+                        "{line}"
+                    );
+                }
+                // Refused by the layout's own rules first: also before any
+                // event (the process test checks the line).
+                Err(FileError::Invalid(_)) => {}
+                Err(e) => panic!("{text}: {e:?}"),
+            }
+        }
     }
 
     #[test]

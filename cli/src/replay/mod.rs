@@ -2,6 +2,10 @@
 //! memory managers on the mock platform's counting storages, with the
 //! recorder's own figures beside ours.
 
+#[cfg(feature = "hip")]
+mod hip;
+#[cfg(feature = "hip")]
+mod hip_target;
 mod layout;
 mod output;
 mod plot;
@@ -19,6 +23,7 @@ use streamcore_mock::replay::{
     Accounting, ReplayError, ReplayOptions, Sample, StreamcoreTarget, Trace, TraceError, replay,
 };
 
+use crate::platform::{PlatformArg, StorageArg};
 use layout::{ChosenLayout, LayoutArgError};
 use output::Outcome;
 use progress::Progress;
@@ -34,21 +39,30 @@ pub const MAX_PAGE: u64 = TOTAL_MEMORY / 4;
 /// `streamcore replay --help`, above the options.
 pub const LONG_ABOUT: &str = "\
 Replay allocation traces through streamcore's memory managers on the mock
-platform, and report the bytes held beside PyTorch's own figures.
+platform, and report the bytes held beside the recorded run's own (PyTorch's)
+figures.
 
 Each TRACE (gzip JSON lines, .jsonl.gz, or plain JSON lines, .jsonl; see
 `streamcore record --help` for the format and how to record one from PyTorch)
 is loaded and checked whole, then its allocations and frees are fed in order
 to one memory manager per stream, over storages that count bytes without
-holding memory. The device is an H200's: 141 GB, 256-byte alignment, pages of
-up to a quarter of the device.
+holding memory. The device is an H200's: 141,000,000,000 B (131.32 GiB),
+256-byte alignment, pages of up to a quarter of the device; a layout is
+checked against it before the first event.
 
 Reported per trace: events, streams, peak reserved (the most bytes the
 storages held at once; a released page counts until its storage is flushed),
 peak live (the most bytes the trace itself had allocated at once), their
 ratio, storage allocations, and the time per event (one replay, wall clock,
-this machine); beside them, when the trace's header has them, PyTorch's own
-peak reserved and peak allocated for the recorded run, and their ratio.
+this machine). Beside them, when the trace's header has them, the recorded
+run's figures: PyTorch's own peak reserved and peak allocated and their
+ratio, as measured in the program that was recorded. They are not a replay
+of the same events: there PyTorch held some frees longer (memory used by
+another stream is freed only once that stream is done with it), which its
+peak reserved includes. The table labels them \"PyTorch, recorded\", the JSON
+keys start with recorded_torch_, the plot says \"recorded run\".
+
+Sizes are printed in binary units: KiB, MiB, GiB (1 GiB = 2^30 bytes).
 
 Exit status: 0 when every trace was replayed; 1 when any could not be read or
 replayed (each says why on stderr, the others are still reported); 2 for bad
@@ -102,9 +116,10 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "PRESET|FILE", default_value = "balanced")]
     pub layout: String,
 
-    /// Write a plot of reserved and live bytes over the trace (SVG), with
-    /// PyTorch's peaks as reference lines. With several traces, one file
-    /// each: FILE's name gets the trace's name before `.svg`.
+    /// Write a plot of reserved and live bytes over the trace, with the
+    /// recorded run's (PyTorch's) peaks as reference lines. SVG only: FILE
+    /// must end in `.svg`. With several traces, one file each: FILE's name
+    /// gets the trace's name before `.svg`.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 
@@ -112,6 +127,42 @@ pub struct ReplayArgs {
     /// stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+
+    /// Where to replay: the mock's counting storages, or the real device
+    /// through HIP, side by side with the driver's own pool
+    /// (`hipMallocAsync`): wall time, driver calls and peak used for each.
+    #[arg(long, value_enum, default_value_t = PlatformArg::Mock)]
+    pub platform: PlatformArg,
+
+    /// With `--platform hip`: queue a 64 KiB memset on each new allocation,
+    /// so frees meet queued work (and are fenced before reuse).
+    #[arg(long)]
+    pub touch: bool,
+
+    /// With `--platform hip`: the device storage under streamcore's pools.
+    #[arg(long, value_enum, default_value_t = StorageArg::Auto)]
+    pub storage: StorageArg,
+
+    /// With `--platform hip`: timed passes per allocator, alternating
+    /// between them (the fastest is reported).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub runs: u32,
+
+    /// With `--platform hip --touch`: a fence is recorded once this many
+    /// frees are staged (0: after every free) ...
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub fence_every: usize,
+
+    /// ... or once this many bytes are (0: after every free).
+    #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
+    pub fence_bytes: u64,
+
+    /// With `--platform hip --touch`: only poll fences. By default an
+    /// allocation that sealed frees could serve waits for the oldest fence
+    /// (the device is a few small writes behind) instead of letting the pool
+    /// grow.
+    #[arg(long)]
+    pub fence_poll_only: bool,
 }
 
 /// Why one trace could not be reported.
@@ -135,7 +186,8 @@ impl fmt::Display for TraceFailure {
                 e @ (TraceError::NotFound { .. }
                 | TraceError::Io { .. }
                 | TraceError::TruncatedGzip { .. }
-                | TraceError::BadGzip { .. }),
+                | TraceError::BadGzip { .. }
+                | TraceError::TrailingData { .. }),
             ) => write!(f, "{e}"),
             TraceFailure::Load(path, e) => write!(f, "{}: {e}", path.display()),
             TraceFailure::Replay {
@@ -167,12 +219,16 @@ impl fmt::Display for TraceFailure {
 /// Runs `streamcore replay`; the exit code says whether every trace was
 /// reported.
 pub fn main(args: &ReplayArgs) -> ExitCode {
-    let props = DeviceProperties {
-        total_memory: TOTAL_MEMORY,
-        max_page_size: MAX_PAGE,
-        alignment: ALIGNMENT,
-        integrated: false,
-    };
+    if let Some(svg) = &args.svg {
+        if let Err(why) = check_svg_path(svg) {
+            eprintln!("streamcore: {why}");
+            return ExitCode::from(2);
+        }
+    }
+    if args.platform == PlatformArg::Hip {
+        return run_hip(args);
+    }
+    let props = replay_device();
     let chosen = match layout::choose(&args.layout, &props) {
         Ok(c) => c,
         Err(e) => {
@@ -224,12 +280,51 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
     }
 }
 
+/// `replay --platform hip`: the traces on the real device.
+#[cfg(feature = "hip")]
+fn run_hip(args: &ReplayArgs) -> ExitCode {
+    hip::main(args)
+}
+
+/// `replay --platform hip` in a build without HIP: says so.
+#[cfg(not(feature = "hip"))]
+fn run_hip(_: &ReplayArgs) -> ExitCode {
+    eprintln!("streamcore: {}", crate::platform::HIP_NOT_BUILT);
+    ExitCode::FAILURE
+}
+
+/// The device the replay runs on: an H200's memory, alignment and largest
+/// page.
+pub fn replay_device() -> DeviceProperties {
+    DeviceProperties {
+        total_memory: TOTAL_MEMORY,
+        max_page_size: MAX_PAGE,
+        alignment: ALIGNMENT,
+        integrated: false,
+    }
+}
+
+/// `--svg FILE` writes SVG: FILE must say so (`out.png` would hold SVG text
+/// under a bitmap's name).
+fn check_svg_path(path: &Path) -> Result<(), String> {
+    let is_svg = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg"));
+    if is_svg {
+        Ok(())
+    } else {
+        Err(format!(
+            "--svg {}: the plot is an SVG document; give a file name ending in .svg",
+            path.display()
+        ))
+    }
+}
+
 fn report_layout_error(e: &LayoutArgError) {
     eprintln!("streamcore: {e}");
-    if matches!(
-        e,
-        LayoutArgError::Format { .. } | LayoutArgError::Invalid { .. }
-    ) {
+    // A file of the wrong shape: where the format is described. (A layout
+    // the rules or the device refuse says why in its one line.)
+    if matches!(e, LayoutArgError::Format { .. }) {
         eprintln!("streamcore: the layout file format is in `streamcore replay --help`");
     }
 }
@@ -346,7 +441,7 @@ fn run_one(
             trace.header.workload.clone()
         };
         let torch = match trace.header.recorder_ratio() {
-            Some(x) => format!(", PyTorch {x:.3}"),
+            Some(x) => format!(", PyTorch recorded {x:.3}"),
             None => String::new(),
         };
         let title = format!(
@@ -389,6 +484,16 @@ fn target(chosen: &ChosenLayout) -> StreamcoreTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn svg_paths_must_end_in_svg() {
+        assert!(check_svg_path(Path::new("out/plot.svg")).is_ok());
+        assert!(check_svg_path(Path::new("PLOT.SVG")).is_ok());
+        for bad in ["out.png", "plot", "plot.svg.gz", "dir/"] {
+            let e = check_svg_path(Path::new(bad)).unwrap_err();
+            assert!(e.contains("ending in .svg"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn svg_paths_per_trace() {

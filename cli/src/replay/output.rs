@@ -64,7 +64,17 @@ fn bytes(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_owned(), |b| HumanBytes(b).to_string())
 }
 
-/// The table of one trace: ours beside PyTorch's.
+/// What the recorded run's column is called: the trace header's figures are
+/// those of the program PyTorch recorded, not of a replay of its events.
+pub const RECORDED: &str = "PyTorch, recorded";
+
+/// The note under a table with the recorded run's figures, line by line.
+pub const RECORDED_NOTE: [&str; 2] = [
+    "PyTorch, recorded: the recorded program's own figures (the trace header),",
+    "not a replay of these events: PyTorch held some frees longer there.",
+];
+
+/// The table of one trace: this replay beside the recorded run's figures.
 pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
     let r = &o.report;
     let h = &o.header;
@@ -81,11 +91,11 @@ pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
     let row = |out: &mut dyn Write, what: &str, ours: String, theirs: Option<String>| match (
         torch, theirs,
     ) {
-        (true, Some(t)) => writeln!(out, "  {what:<22} {ours:>14} {t:>14}"),
+        (true, Some(t)) => writeln!(out, "  {what:<22} {ours:>14} {t:>18}"),
         _ => writeln!(out, "  {what:<22} {ours:>14}"),
     };
     if torch {
-        writeln!(out, "  {:<22} {:>14} {:>14}", "", "streamcore", "PyTorch")?;
+        writeln!(out, "  {:<22} {:>14} {:>18}", "", "this replay", RECORDED)?;
     }
     row(out, "events", thousands(r.events), None)?;
     row(out, "streams", thousands(u64::from(o.streams)), None)?;
@@ -114,10 +124,15 @@ pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
         Some(h.segment_allocs.map_or("-".into(), thousands)),
     )?;
     row(out, "time per op", format!("{:.1} ns", r.ns_per_op()), None)?;
+    if torch {
+        for line in RECORDED_NOTE {
+            writeln!(out, "  {line}")?;
+        }
+    }
     if let Some(start) = h.live_at_start_bytes.filter(|&b| b > 0) {
         writeln!(
             out,
-            "  PyTorch's figures include {} it held before the recording began.",
+            "  The recorded figures include {} PyTorch held before the recording began.",
             HumanBytes(start)
         )?;
     }
@@ -137,14 +152,14 @@ pub fn overview(out: &mut impl Write, all: &[Outcome]) -> io::Result<()> {
         .max(5);
     writeln!(
         out,
-        "{:<width$} {:>9} {:>7} {:>13} {:>13} {:>7} {:>8} {:>8} {:>8}",
+        "{:<width$} {:>9} {:>7} {:>13} {:>13} {:>7} {:>9} {:>8} {:>8}",
         "trace",
         "events",
         "streams",
         "peak reserved",
         "peak live",
         "ratio",
-        "PyTorch",
+        "recorded",
         "allocs",
         "ns/op"
     )?;
@@ -152,7 +167,7 @@ pub fn overview(out: &mut impl Write, all: &[Outcome]) -> io::Result<()> {
         let r = &o.report;
         writeln!(
             out,
-            "{:<width$} {:>9} {:>7} {:>13} {:>13} {:>7.4} {:>8} {:>8} {:>8.1}",
+            "{:<width$} {:>9} {:>7} {:>13} {:>13} {:>7.4} {:>9} {:>8} {:>8.1}",
             o.name(),
             thousands(r.events),
             o.streams,
@@ -166,9 +181,11 @@ pub fn overview(out: &mut impl Write, all: &[Outcome]) -> io::Result<()> {
             r.ns_per_op()
         )?;
     }
+    writeln!(out, "ratio: this replay's peak reserved / peak live")?;
     writeln!(
         out,
-        "ratio: peak reserved / peak live; PyTorch: its own peak reserved / peak allocated"
+        "recorded: PyTorch's own peak reserved / peak allocated in the recorded program \
+         (the trace header), not a replay of its events"
     )
 }
 
@@ -192,7 +209,9 @@ fn json_string(s: &str) -> String {
     out
 }
 
-/// One JSON object on one line; keys from the header only when it has them.
+/// One JSON object on one line; keys from the header only when it has them,
+/// named `recorded_torch_*`: the recorded program's own figures, not a
+/// replay's.
 pub fn json_line(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
     let r = &o.report;
     let h = &o.header;
@@ -218,19 +237,19 @@ pub fn json_line(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
     member("storage_deallocs", r.storage.deallocs.to_string());
     member("ns_per_op", format!("{:.2}", r.ns_per_op()));
     if let Some(v) = h.peak_reserved_bytes {
-        member("torch_peak_reserved_bytes", v.to_string());
+        member("recorded_torch_peak_reserved_bytes", v.to_string());
     }
     if let Some(v) = h.peak_allocated_bytes {
-        member("torch_peak_allocated_bytes", v.to_string());
+        member("recorded_torch_peak_allocated_bytes", v.to_string());
     }
     if let Some(v) = h.recorder_ratio() {
-        member("torch_ratio", format!("{v:.6}"));
+        member("recorded_torch_ratio", format!("{v:.6}"));
     }
     if let Some(v) = h.segment_allocs {
-        member("torch_segment_allocs", v.to_string());
+        member("recorded_torch_segment_allocs", v.to_string());
     }
     if let Some(v) = h.live_at_start_bytes {
-        member("torch_live_at_start_bytes", v.to_string());
+        member("recorded_torch_live_at_start_bytes", v.to_string());
     }
     if let Some(svg) = &o.svg {
         member("svg", json_string(&svg.to_string_lossy()));
@@ -285,7 +304,7 @@ mod tests {
         );
         assert_eq!(v.get("ratio"), Some(&Value::Number(2.0)));
         assert_eq!(v.get("ns_per_op"), Some(&Value::Number(50.0)));
-        assert!(v.get("torch_peak_reserved_bytes").is_none());
+        assert!(v.get("recorded_torch_peak_reserved_bytes").is_none());
 
         let mut buf = Vec::new();
         let header = TraceHeader {
@@ -297,15 +316,21 @@ mod tests {
         json_line(&mut buf, &outcome(header)).unwrap();
         let v = json::parse(String::from_utf8(buf).unwrap().trim()).unwrap();
         assert_eq!(
-            v.get("torch_peak_reserved_bytes").and_then(Value::as_u64),
+            v.get("recorded_torch_peak_reserved_bytes")
+                .and_then(Value::as_u64),
             Some(300)
         );
         assert_eq!(
-            v.get("torch_peak_allocated_bytes").and_then(Value::as_u64),
+            v.get("recorded_torch_peak_allocated_bytes")
+                .and_then(Value::as_u64),
             Some(200)
         );
-        assert_eq!(v.get("torch_ratio"), Some(&Value::Number(1.5)));
-        assert!(v.get("torch_segment_allocs").is_none());
+        assert_eq!(v.get("recorded_torch_ratio"), Some(&Value::Number(1.5)));
+        assert!(v.get("recorded_torch_segment_allocs").is_none());
+        assert!(
+            v.get("torch_ratio").is_none(),
+            "no unlabelled PyTorch figure"
+        );
     }
 
     #[test]
@@ -330,7 +355,13 @@ mod tests {
         };
         table(&mut both, &outcome(header)).unwrap();
         let both = String::from_utf8(both).unwrap();
-        for needle in ["PyTorch", "3.00 MiB", "1.5000", "1.00 MiB it held before"] {
+        for needle in [
+            "PyTorch, recorded",
+            "not a replay of these events",
+            "3.00 MiB",
+            "1.5000",
+            "1.00 MiB PyTorch held before",
+        ] {
             assert!(both.contains(needle), "{needle:?} in {both}");
         }
     }

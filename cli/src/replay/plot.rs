@@ -122,9 +122,11 @@ pub struct Plot<'a> {
     pub events: u64,
     /// Our lines.
     pub series: &'a Series,
-    /// PyTorch's peak reserved, drawn as a reference line.
+    /// PyTorch's peak reserved in the recorded run (the trace header), drawn
+    /// as a reference line.
     pub torch_reserved: Option<u64>,
-    /// PyTorch's peak allocated, drawn as a reference line.
+    /// PyTorch's peak allocated in the recorded run, drawn as a reference
+    /// line.
     pub torch_allocated: Option<u64>,
 }
 
@@ -190,7 +192,7 @@ fn draw(plot: &Plot<'_>, svg: &mut String) -> Result<(), Box<dyn std::error::Err
             s.reserved.iter().map(to_xy),
             RESERVED_COLOR.stroke_width(2),
         ))?
-        .label("streamcore reserved")
+        .label("streamcore reserved (this replay)")
         .legend(|(x, y)| PathElement::new([(x, y), (x + 24, y)], RESERVED_COLOR.stroke_width(2)));
     chart
         .draw_series(LineSeries::new(
@@ -203,12 +205,12 @@ fn draw(plot: &Plot<'_>, svg: &mut String) -> Result<(), Box<dyn std::error::Err
         (
             plot.torch_reserved,
             TORCH_RESERVED_COLOR,
-            "PyTorch peak reserved",
+            "PyTorch peak reserved (recorded run)",
         ),
         (
             plot.torch_allocated,
             TORCH_ALLOCATED_COLOR,
-            "PyTorch peak allocated",
+            "PyTorch peak allocated (recorded run)",
         ),
     ] {
         let Some(peak) = peak else { continue };

@@ -7,7 +7,17 @@ use super::manager::MemoryManager;
 use super::pages::Page;
 use super::pool::Engine;
 use super::rounding::round_class;
+use super::segment::Carving;
 use crate::platform::{ErrorKind, PageId, PlatformError, Storage};
+
+/// Where a new page came from.
+#[derive(Clone, Copy, Debug)]
+enum Placed {
+    /// A page of its own from `Storage::alloc`.
+    Own(PageId),
+    /// Carved from a reservation.
+    Carved(Carving),
+}
 
 impl<S: Storage> MemoryManager<S> {
     /// The bytes of a new page of `pool` for a request of `rounded` bytes.
@@ -34,8 +44,12 @@ impl<S: Storage> MemoryManager<S> {
             self.make_room(pool, bytes)?;
         }
         self.check_limits(pool, bytes, rounded)?;
-        let id = self.alloc_page(bytes, rounded)?;
-        Ok(self.add_page(pool, id, bytes))
+        let placed = if self.segment.is_some() {
+            Placed::Carved(self.carve_page(bytes, rounded)?)
+        } else {
+            Placed::Own(self.alloc_page(bytes, rounded)?)
+        };
+        Ok(self.add_page(pool, placed, bytes))
     }
 
     /// Releases idle pages before a page of `bytes` is taken: trimming
@@ -46,9 +60,13 @@ impl<S: Storage> MemoryManager<S> {
     fn make_room(&mut self, pool: usize, bytes: u64) -> Result<(), MemoryError<S::Error>> {
         let policy = *self.layout.policy();
         let limit = self.trim_limit();
-        let held = self.books.reserved.saturating_add(self.books.pending);
+        let held = self.books.page_bytes().saturating_add(self.books.pending);
         if policy.trim_before_grow && held.saturating_add(bytes) > limit {
-            while self.books.reserved.saturating_add(bytes) > limit {
+            // By the bytes of the pages: a carved page released goes back to
+            // its reservation, where the new page may well fit without a
+            // commit; chunks are decommitted only if the commit would still
+            // pass the limit (see `segment.rs`).
+            while self.books.page_bytes().saturating_add(bytes) > limit {
                 let Some(i) = self.pages.lru_head() else {
                     break;
                 };
@@ -122,7 +140,7 @@ impl<S: Storage> MemoryManager<S> {
         if self.capture.is_open() {
             return Err(self.oom(rounded, OomCause::Storage(first)));
         }
-        self.release_idle(true);
+        self.release_idle(true)?;
         self.flush()?;
         match self.storage.alloc(bytes) {
             Ok(id) => Ok(id),
@@ -138,14 +156,31 @@ impl<S: Storage> MemoryManager<S> {
 
     /// Enters a fresh page of `bytes` into the books, the table and its
     /// pool's engine; returns its index.
-    fn add_page(&mut self, pool: usize, id: PageId, bytes: u64) -> u32 {
-        self.books.storage_allocs += 1;
-        self.books.reserved += bytes;
-        self.books.high_water = self
-            .books
-            .high_water
-            .max(self.books.reserved + self.books.pending);
-        let page = Page::new(id, bytes, pool as u8, self.books.reserves);
+    fn add_page(&mut self, pool: usize, placed: Placed, bytes: u64) -> u32 {
+        let mut page = match placed {
+            Placed::Own(id) => {
+                self.books.storage_allocs += 1;
+                self.books.reserved += bytes;
+                self.books.high_water = self
+                    .books
+                    .high_water
+                    .max(self.books.reserved + self.books.pending);
+                Page::new(id, bytes, pool as u8, self.books.reserves)
+            }
+            Placed::Carved(c) => {
+                self.books.carved += bytes;
+                self.books.high_water = self
+                    .books
+                    .high_water
+                    .max(self.books.page_bytes() + self.books.pending);
+                let mut p = Page::new(c.id, bytes, pool as u8, self.books.reserves);
+                p.offset = c.offset;
+                p.reservation = c.reservation;
+                p.block = c.block;
+                p
+            }
+        };
+        page.live = 0;
         // The page budget (at most `MAX_PAGES`) keeps the table far from full.
         let i = self.pages.insert(page).unwrap_or(u32::MAX);
         let p = &mut self.pools[pool];

@@ -159,6 +159,21 @@ pub struct MemoryPolicy {
     /// Serve every request from the persistent pool, whatever the mode the
     /// caller sets (as a pinned-host staging pool does).
     pub force_persistent: bool,
+    /// On a resizable storage, a commit reaches ahead over free space to
+    /// at least `held >> commit_step_shift` bytes (what the manager holds,
+    /// by this fraction), within the trim limit when trimming: the number of
+    /// commits then grows with the logarithm of the memory. 64: commit only
+    /// what a page needs.
+    pub commit_step_shift: u32,
+    /// On a resizable storage, a granule a page shares with a neighbour is
+    /// committed as a chunk of its own (more commits; the page's own
+    /// granules go back with it).
+    pub split_boundaries: bool,
+    /// On a resizable storage, pages of at least this many granules get a
+    /// reservation of their own, sized to them: a large buffer (logits, a
+    /// growing cache) neither fragments the space of the others nor keeps
+    /// memory once it is freed and the memory is needed elsewhere.
+    pub large_page_granules: u32,
     /// The most pages the manager may hold at once.
     pub max_pages: u32,
 }
@@ -167,12 +182,50 @@ impl Default for MemoryPolicy {
     fn default() -> Self {
         Self {
             trim_before_grow: true,
-            trim_headroom_shift: 64,
+            trim_headroom_shift: 7,
             release_idle_after: None,
             fit_slack_shift: 5,
             page_rounding_shift: 5,
             force_persistent: false,
             max_pages: 1 << 20,
+            commit_step_shift: 6,
+            split_boundaries: false,
+            large_page_granules: 256,
+        }
+    }
+}
+
+/// What a policy favours when bytes held and driver time pull apart.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Favour {
+    /// Fewest bytes held: commit only what slices need, give idle memory
+    /// back before growing.
+    Bytes,
+    /// Both: the default.
+    #[default]
+    Balanced,
+    /// Fewest driver calls: commit ahead in large steps, keep idle memory.
+    Time,
+}
+
+impl MemoryPolicy {
+    /// The default policy tilted towards `favour`.
+    pub fn favouring(favour: Favour) -> Self {
+        let base = Self::default();
+        match favour {
+            Favour::Balanced => base,
+            Favour::Bytes => Self {
+                trim_headroom_shift: 64,
+                commit_step_shift: 64,
+                split_boundaries: true,
+                ..base
+            },
+            Favour::Time => Self {
+                trim_headroom_shift: 5,
+                commit_step_shift: 4,
+                ..base
+            },
         }
     }
 }
@@ -444,7 +497,9 @@ impl MemoryLayout {
         match preset {
             LayoutPreset::Balanced => {
                 let sliced_max = (256 * KIB).max(small_max * 2);
-                pools.push(PoolSpec::sliced((4 * MIB).max(sliced_max), sliced_max));
+                // Half a MiB: the driver packs pages this small, and carved
+                // pages of the small and sliced pools share one granule.
+                pools.push(PoolSpec::sliced((512 * KIB).max(sliced_max), sliced_max));
                 pools.push(PoolSpec::exclusive(max_page.max(sliced_max * 2)));
             }
             LayoutPreset::ExclusivePages => {

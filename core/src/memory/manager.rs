@@ -12,6 +12,7 @@ use super::pages::PageTable;
 use super::pool::{Engine, Pool};
 use super::report::MemoryReport;
 use super::rounding::{round_class, round_up, shr};
+use super::segment::Segment;
 use super::slots::{self, OWNER, PIN, SliceTable, Slot, WINDOW};
 use super::tlsf::NIL;
 use crate::platform::{DeviceRange, Storage, StorageTerms};
@@ -33,11 +34,16 @@ pub struct Released {
 /// Byte and call counts of a manager.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Books {
-    /// Bytes of the pages held (committed bytes for reservations).
+    /// Bytes the storage charges for what is held: pages of their own
+    /// plus chunks committed in reservations.
     pub reserved: u64,
+    /// Of those, bytes of chunks committed in reservations.
+    pub committed: u64,
+    /// Bytes of the pages carved from reservations.
+    pub carved: u64,
     /// Bytes handed back to the storage but not yet flushed.
     pub pending: u64,
-    /// The most bytes ever held (`reserved + pending`).
+    /// The most bytes of pages ever held (`page_bytes() + pending`).
     pub high_water: u64,
     /// Bytes requested by live slices, and their peak.
     pub live: u64,
@@ -48,6 +54,17 @@ pub(super) struct Books {
     pub next_periodic: u64,
     /// Storage allocations made so far.
     pub storage_allocs: u64,
+    /// Chunks committed and decommitted in place so far.
+    pub commits: u64,
+    pub decommits: u64,
+}
+
+impl Books {
+    /// Bytes of the pages held (own pages as charged, carved pages by their
+    /// size): what trimming measures.
+    pub(super) const fn page_bytes(&self) -> u64 {
+        self.reserved - self.committed + self.carved
+    }
 }
 
 /// The memory manager of one stream.
@@ -76,6 +93,9 @@ pub struct MemoryManager<S: Storage> {
     /// Listed pools, then persistent, then dedicated.
     pub(super) pools: Vec<Pool>,
     pub(super) pages: PageTable,
+    /// Over a resizable storage: the reservations every page is carved
+    /// from, and the chunks committed in them.
+    pub(super) segment: Option<Segment>,
     pub(super) slots: SliceTable,
     pub(super) books: Books,
     pub(super) capture: CaptureState,
@@ -102,6 +122,7 @@ impl<S: Storage> MemoryManager<S> {
             broken: None,
             pools: Vec::new(),
             pages: PageTable::new(),
+            segment: None,
             slots: SliceTable::new(),
             books: Books::default(),
             capture: CaptureState::new(),
@@ -131,6 +152,18 @@ impl<S: Storage> MemoryManager<S> {
             .alignment()
             .max(storage_align.min(MAX_ALIGNMENT));
         self.align = align;
+        // Pages carved from reservations when the storage offers resizable
+        // pages with a granularity that is a power of two and a multiple
+        // of the alignment; else pages from `alloc`.
+        self.segment = self
+            .terms
+            .resizable
+            .filter(|r| {
+                r.granularity.is_power_of_two()
+                    && r.granularity >= align
+                    && r.max_reservation >= r.granularity
+            })
+            .map(|r| Segment::new(r, align, self.layout.policy().large_page_granules));
         self.pools.clear();
         let add = |pools: &mut Vec<Pool>, kind, page: u64, max_slice, cap| {
             // Layouts bound page sizes by `MAX_REQUEST` and alignments by
@@ -198,9 +231,25 @@ impl<S: Storage> MemoryManager<S> {
         self.books.reserved + self.books.pending
     }
 
-    /// Storage allocations made so far.
+    /// Storage allocations (`alloc` calls) made so far.
     pub fn storage_allocations(&self) -> u64 {
         self.books.storage_allocs
+    }
+
+    /// Chunks committed in place so far (over a resizable storage).
+    pub fn commits(&self) -> u64 {
+        self.books.commits
+    }
+
+    /// Chunks decommitted in place so far (over a resizable storage).
+    pub fn decommits(&self) -> u64 {
+        self.books.decommits
+    }
+
+    /// Whether pages are carved from reservations (the storage offers
+    /// resizable pages) rather than allocated one by one.
+    pub fn carves_pages(&self) -> bool {
+        self.segment.is_some()
     }
 
     /// The capture phase the manager is in.
@@ -313,7 +362,7 @@ impl<S: Storage> MemoryManager<S> {
         self.books.peak_live = self.books.peak_live.max(self.books.live);
         let range = DeviceRange {
             page: p.id,
-            offset,
+            offset: p.offset + offset,
             len: size,
         };
         let window = if self.capture.is_open() { WINDOW } else { 0 };
@@ -435,11 +484,22 @@ impl<S: Storage> MemoryManager<S> {
         match &mut p.engine {
             Engine::Sliced(e) => e.give(s.block),
             Engine::Pages(index) => {
-                if p.kind == PoolKind::Dedicated && !window_open {
+                // Carved exclusive pages go back to their reservation at once:
+                // that costs no driver call, the space serves any size, and
+                // its chunks stay committed until memory is short.
+                let dedicated = p.kind == PoolKind::Dedicated;
+                let carved = p.kind == PoolKind::Exclusive && self.segment.is_some();
+                if (dedicated || carved) && !window_open {
                     // Released at once; the page is not idle-listed.
                     p.stats.idle_pages += 1;
                     p.stats.idle_bytes += size;
                     self.release_page(s.page);
+                    if dedicated {
+                        // Its chunks go back now. A decommit that fails
+                        // leaves the chunk idle and counted; the next
+                        // release point retries it.
+                        let _ = self.decommit_idle();
+                    }
                     return;
                 }
                 index.insert(size, s.page);

@@ -69,6 +69,7 @@
 //! # Ok::<(), MemoryError<Exhausted>>(())
 //! ```
 
+mod chunks;
 mod error;
 mod grow;
 mod handle;
@@ -80,6 +81,7 @@ mod priming;
 mod release;
 mod report;
 mod rounding;
+mod segment;
 mod size_index;
 mod slots;
 mod tlsf;
@@ -87,8 +89,8 @@ mod tlsf;
 pub use error::{MemoryError, OomCause};
 pub use handle::{AllocationMode, CapturedSlice, SliceHandle};
 pub use layout::{
-    LayoutError, LayoutPreset, MAX_ALIGNMENT, MAX_PAGE_SIZE, MAX_PAGES, MAX_POOLS, MemoryLayout,
-    MemoryPolicy, PoolKind, PoolSpec,
+    Favour, LayoutError, LayoutPreset, MAX_ALIGNMENT, MAX_PAGE_SIZE, MAX_PAGES, MAX_POOLS,
+    MemoryLayout, MemoryPolicy, PoolKind, PoolSpec,
 };
 pub use manager::{MAX_REQUEST, MemoryManager, Released};
 pub use report::{HumanBytes, MemoryReport, PoolReport};

@@ -9,8 +9,14 @@ use crate::platform::PageId;
 /// One page held from the storage.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Page {
-    /// The storage's id.
+    /// The storage's id (a reservation's, for a page carved from one).
     pub id: PageId,
+    /// Where the page starts in that storage page (0 unless carved).
+    pub offset: u64,
+    /// Carved pages: the reservation and the segment's block (`NIL` for
+    /// pages from `alloc`).
+    pub reservation: u32,
+    pub block: u32,
     /// Bytes the page holds from the storage.
     pub size: u64,
     /// The pool it belongs to.
@@ -33,6 +39,9 @@ impl Page {
     pub(super) const fn new(id: PageId, size: u64, pool: u8, now: u64) -> Self {
         Self {
             id,
+            offset: 0,
+            reservation: NIL,
+            block: NIL,
             size,
             pool,
             in_lru: false,

@@ -7,6 +7,8 @@ use super::layout::MemoryLayout;
 use super::manager::{MemoryManager, Released};
 use super::pool::Engine;
 use super::rounding::shr;
+use super::segment::Carving;
+use crate::arena::NIL;
 use crate::platform::Storage;
 
 impl<S: Storage> MemoryManager<S> {
@@ -25,6 +27,19 @@ impl<S: Storage> MemoryManager<S> {
         pool.stats.reserved -= page.size;
         pool.stats.idle_pages -= 1;
         pool.stats.idle_bytes -= page.size;
+        if page.reservation != NIL {
+            // Carved: back to its reservation; chunks it leaves unused are
+            // decommitted by the caller's `decommit_idle`.
+            let c = Carving {
+                id: page.id,
+                offset: page.offset,
+                reservation: page.reservation,
+                block: page.block,
+            };
+            self.uncarve(c, page.size, true, page.idle_since);
+            self.books.carved -= page.size;
+            return;
+        }
         self.storage.dealloc(page.id);
         self.books.reserved -= page.size;
         self.books.pending += page.size;
@@ -41,6 +56,7 @@ impl<S: Storage> MemoryManager<S> {
         if !hold && self.books.pending > 0 {
             self.flush()?;
         }
+
         Ok(())
     }
 
@@ -58,8 +74,9 @@ impl<S: Storage> MemoryManager<S> {
         Ok(())
     }
 
-    /// Releases every idle page (persistent ones too when `all`).
-    pub(super) fn release_idle(&mut self, all: bool) -> Released {
+    /// Releases every idle page and decommits every idle chunk (persistent
+    /// pages and empty reservations too when `all`).
+    pub(super) fn release_idle(&mut self, all: bool) -> Result<Released, MemoryError<S::Error>> {
         let mut r = Released::default();
         while let Some(i) = self.pages.lru_head() {
             r.pages += 1;
@@ -78,7 +95,17 @@ impl<S: Storage> MemoryManager<S> {
                 }
             }
         }
-        r
+        if self.segment.is_some() {
+            // Carved pages went back to their reservations: what they used
+            // is counted by the chunks decommitted, not by the pages.
+            r.bytes = 0;
+            let m = self.decommit_idle()?;
+            r.bytes += m.bytes;
+            if all {
+                self.release_empty_reservations();
+            }
+        }
+        Ok(r)
     }
 
     /// Releases pages idle for a whole period (see
@@ -102,6 +129,9 @@ impl<S: Storage> MemoryManager<S> {
             }
             self.release_page(i);
             any = true;
+        }
+        if self.segment.is_some() {
+            self.decommit_idle_since(cutoff)?;
         }
         if any {
             self.flush()?;
@@ -129,14 +159,16 @@ impl<S: Storage> MemoryManager<S> {
                 phase: self.capture.phase(),
             });
         }
-        let r = self.release_idle(true);
+        let r = self.release_idle(true)?;
         self.flush()?;
         Ok(r)
     }
 
     /// Swaps the layout. Only while nothing is live (else
     /// [`MemoryError::InUse`] with the bytes in use) and no capture window is
-    /// open; every held page is released and the storage flushed.
+    /// open; every held page is released and the storage flushed. Over a
+    /// resizable storage while flushes are held (another stream records a
+    /// capture), reservations cannot be given back yet: `InUse` with 0 bytes.
     pub fn install(&mut self, layout: MemoryLayout) -> Result<(), MemoryError<S::Error>> {
         if self.capture.is_open() {
             return Err(MemoryError::WindowOpen {
@@ -147,9 +179,11 @@ impl<S: Storage> MemoryManager<S> {
         if in_use > 0 {
             return Err(MemoryError::InUse { bytes: in_use });
         }
-        self.release_idle(true);
+        self.release_idle(true)?;
         self.flush()?;
-        debug_assert_eq!(self.pages.count(), 0);
+        if self.pages.count() != 0 {
+            return Err(MemoryError::InUse { bytes: 0 });
+        }
         self.pages.clear();
         self.layout = layout;
         self.build_pools();

@@ -21,6 +21,9 @@ const SL_BITS: u32 = 5;
 pub(crate) const SL: usize = 1 << SL_BITS;
 pub(crate) const FL: usize = 64;
 
+/// How many free blocks of one class a best-fit lookup examines.
+const PROBE: usize = 8;
+
 #[derive(Clone, Copy, Debug)]
 struct Block {
     /// The manager's page index.
@@ -49,6 +52,8 @@ pub(crate) struct SlicedEngine {
     blocks: Vec<Block>,
     vacant: u32,
     shift: u32,
+    /// Look for the best of a few blocks instead of the first good one.
+    best_fit: bool,
     fl_map: u64,
     sl_map: [u32; FL],
     heads: [[u32; SL]; FL],
@@ -87,6 +92,7 @@ impl SlicedEngine {
             blocks: Vec::new(),
             vacant: NIL,
             shift: alignment.trailing_zeros(),
+            best_fit: false,
             fl_map: 0,
             sl_map: [0; FL],
             heads: [[NIL; SL]; FL],
@@ -156,11 +162,45 @@ impl SlicedEngine {
         self.blocks[i as usize].free = false;
     }
 
+    /// The same engine looking, in each class it visits, at up to
+    /// [`PROBE`] free blocks for the smallest that fits (the lowest offset
+    /// among equals): tighter packing of mixed sizes for a bounded cost.
+    pub fn best_fit(mut self) -> Self {
+        self.best_fit = true;
+        self
+    }
+
+    /// The best of up to [`PROBE`] blocks of a free list holding `size`.
+    fn probe(&self, mut i: u32, size: u64) -> Option<u32> {
+        let mut best: Option<(u64, u64, u32)> = None;
+        for _ in 0..PROBE {
+            if i == NIL {
+                break;
+            }
+            let b = &self.blocks[i as usize];
+            if b.size >= size {
+                let key = (b.size, b.offset, i);
+                if best.is_none_or(|k| (key.0, key.1) < (k.0, k.1)) {
+                    best = Some(key);
+                }
+                if b.size == size {
+                    // An exact fit cannot be beaten by more than an offset.
+                }
+            }
+            i = b.free_next;
+        }
+        best.map(|k| k.2)
+    }
+
     fn find(&self, size: u64) -> Option<u32> {
         let units = size >> self.shift;
         let (fl, sl) = mapping(units);
         let head = self.heads[fl][sl];
-        if head != NIL && self.blocks[head as usize].size >= size {
+        if self.best_fit {
+            if let Some(i) = self.probe(head, size) {
+                return Some(i);
+            }
+        } else if head != NIL && self.blocks[head as usize].size >= size {
             return Some(head);
         }
         let (fl, sl) = mapping_up(units);
@@ -181,7 +221,11 @@ impl SlicedEngine {
             fl = above.trailing_zeros() as usize;
             bits = self.sl_map[fl];
         }
-        Some(self.heads[fl][bits.trailing_zeros() as usize])
+        let head = self.heads[fl][bits.trailing_zeros() as usize];
+        if self.best_fit {
+            return self.probe(head, size).or(Some(head));
+        }
+        Some(head)
     }
 
     /// Adds a page of `size` bytes as one free block; returns that block
@@ -239,6 +283,17 @@ impl SlicedEngine {
             page: b.page,
             offset: b.offset,
         })
+    }
+
+    /// The end offset of the free block right after carved block `i`, if
+    /// the block after it is free (how far a commit may reach ahead).
+    pub fn free_end_after(&self, i: u32) -> Option<u64> {
+        let next = self.blocks[i as usize].next_phys;
+        if next == NIL {
+            return None;
+        }
+        let n = &self.blocks[next as usize];
+        n.free.then_some(n.offset + n.size)
     }
 
     /// Returns a carved block, coalescing it with free neighbours.

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use streamcore::memory::{MemoryLayout, MemoryPolicy, PoolSpec};
-use streamcore::platform::{ErrorKind, PageId, PlatformError, Storage};
+use streamcore::platform::{
+    ErrorKind, PageId, PlatformError, ResizableTerms, Storage, StorageTerms,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TestError(pub ErrorKind);
@@ -41,6 +43,15 @@ pub struct TestStorage {
     pub fail_next: Option<ErrorKind>,
     /// `flush` fails with this kind.
     pub fail_flush: Option<ErrorKind>,
+    /// Resizable pages: (granularity, largest reservation).
+    pub resizable: Option<(u64, u64)>,
+    /// Reservations: id → (size, committed chunks offset → length).
+    pub ranges: BTreeMap<u64, (u64, BTreeMap<u64, u64>)>,
+    pub reserve_calls: u64,
+    pub commit_calls: u64,
+    pub decommit_calls: u64,
+    /// The next `decommit` fails with this kind.
+    pub fail_decommit: Option<ErrorKind>,
 }
 
 impl TestStorage {
@@ -53,6 +64,37 @@ impl TestStorage {
         }
     }
 
+    /// A storage with resizable pages of `granule`-byte chunks in
+    /// reservations of at most `max_reservation` bytes.
+    pub fn resizable(granule: u64, max_reservation: u64) -> Self {
+        Self {
+            resizable: Some((granule, max_reservation)),
+            ..Self::new()
+        }
+    }
+
+    /// Bytes committed in reservations.
+    pub fn committed(&self) -> u64 {
+        self.ranges.values().flat_map(|(_, c)| c.values()).sum()
+    }
+
+    /// Whether `offset..offset + len` of reservation `id` is wholly
+    /// committed.
+    pub fn is_committed(&self, id: u64, offset: u64, len: u64) -> bool {
+        let Some((_, chunks)) = self.ranges.get(&id) else {
+            return false;
+        };
+        let mut at = offset;
+        let end = offset + len;
+        while at < end {
+            match chunks.range(..=at).next_back() {
+                Some((&o, &l)) if o + l > at => at = o + l,
+                _ => return false,
+            }
+        }
+        true
+    }
+
     pub fn with_capacity(capacity: u64) -> Self {
         Self {
             capacity,
@@ -61,7 +103,9 @@ impl TestStorage {
     }
 
     pub fn held(&self) -> u64 {
-        self.live.values().sum::<u64>() + self.pending.iter().map(|p| p.1).sum::<u64>()
+        self.live.values().sum::<u64>()
+            + self.pending.iter().map(|p| p.1).sum::<u64>()
+            + self.committed()
     }
 
     pub fn live_bytes(&self) -> u64 {
@@ -97,9 +141,92 @@ impl Storage for TestStorage {
     }
 
     fn dealloc(&mut self, page: PageId) {
+        if let Some((_, chunks)) = self.ranges.remove(&page.0) {
+            assert!(chunks.is_empty(), "dealloc of a reservation with chunks");
+            self.deallocs += 1;
+            self.pending.push((page.0, 0));
+            return;
+        }
         let size = self.live.remove(&page.0).expect("dealloc of a live page");
         self.deallocs += 1;
         self.pending.push((page.0, size));
+    }
+
+    fn terms(&self) -> StorageTerms {
+        let mut t = StorageTerms::plain(self.alignment);
+        if let Some((g, max)) = self.resizable {
+            t.resizable = Some(ResizableTerms::new(g, max));
+        }
+        t
+    }
+
+    /// # Panics
+    /// On a call the contract forbids (a test failure).
+    fn reserve(&mut self, size: u64) -> Result<PageId, TestError> {
+        let (g, max) = self
+            .resizable
+            .expect("reserve on a storage without resizable pages");
+        assert!(
+            size % g == 0 && size > 0 && size <= max,
+            "reserve of {size}"
+        );
+        self.reserve_calls += 1;
+        let id = self.next_id;
+        self.next_id += 1;
+        self.ranges.insert(id, (size, BTreeMap::new()));
+        Ok(PageId(id))
+    }
+
+    /// # Panics
+    /// On a call the contract forbids (a test failure).
+    fn commit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), TestError> {
+        let (g, _) = self
+            .resizable
+            .expect("commit on a storage without resizable pages");
+        self.commit_calls += 1;
+        if let Some(kind) = self.fail_next.take() {
+            return Err(TestError(kind));
+        }
+        if self.held() + len > self.capacity {
+            return Err(TestError(ErrorKind::OutOfMemory));
+        }
+        let (size, chunks) = self
+            .ranges
+            .get_mut(&page.0)
+            .expect("commit in a live reservation");
+        assert!(
+            offset % g == 0 && len % g == 0 && len > 0,
+            "commit {offset}+{len} off granules"
+        );
+        assert!(offset + len <= *size, "commit past the reservation");
+        for (&o, &l) in chunks.iter() {
+            assert!(
+                o + l <= offset || offset + len <= o,
+                "commit over a committed chunk"
+            );
+        }
+        chunks.insert(offset, len);
+        self.peak_held = self.peak_held.max(self.held());
+        Ok(())
+    }
+
+    /// # Panics
+    /// On a call the contract forbids (a test failure).
+    fn decommit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), TestError> {
+        self.decommit_calls += 1;
+        if let Some(kind) = self.fail_decommit.take() {
+            return Err(TestError(kind));
+        }
+        let (_, chunks) = self
+            .ranges
+            .get_mut(&page.0)
+            .expect("decommit in a live reservation");
+        assert_eq!(
+            chunks.remove(&offset),
+            Some(len),
+            "decommit of no earlier commit"
+        );
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<(), TestError> {

@@ -143,7 +143,7 @@ pub fn dropping_a_capturing_stream_ends_its_capture() -> Outcome {
 
 pub fn storage_flush_during_capture_is_deferred() -> Outcome {
     let platform = platform_or_skip()?;
-    let mut device = platform.device_storage().unwrap();
+    let mut device = platform.malloc_storage();
     let page = device.alloc(4096).unwrap();
     device.dealloc(page);
     let mut stream = platform.create_stream().unwrap();

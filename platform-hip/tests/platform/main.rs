@@ -14,6 +14,7 @@ mod runner;
 mod smoke;
 mod sticky;
 mod storage;
+mod vmm;
 
 fn main() -> std::process::ExitCode {
     runner::main(tests![
@@ -39,6 +40,11 @@ fn main() -> std::process::ExitCode {
         graph::capture_calls_out_of_order_are_rejected,
         graph::dropping_a_capturing_stream_ends_its_capture,
         graph::storage_flush_during_capture_is_deferred,
+        vmm::the_device_storage_is_chosen_at_run_time,
+        vmm::vmm_pages_are_whole_granules_that_hold_bytes,
+        vmm::reservations_commit_and_decommit_in_place,
+        vmm::out_of_memory_on_commit_is_typed_and_changes_nothing,
+        vmm::nothing_is_mapped_or_unmapped_inside_a_capture,
         sticky::sticky_error_stays_in_the_child,
         bounds::device_ranges_outside_live_device_pages_are_refused,
         bounds::launches_pass_exactly_the_declared_bindings,

@@ -9,7 +9,7 @@ use crate::runner::Outcome;
 
 pub fn device_pages_are_distinct_aligned_and_freed_on_flush() -> Outcome {
     let platform = platform_or_skip()?;
-    let mut device = platform.device_storage().unwrap();
+    let mut device = platform.malloc_storage();
     let align = device.alignment();
     let pages: Vec<PageId> = (0..4).map(|_| device.alloc(1 << 20).unwrap()).collect();
     for (i, p) in pages.iter().enumerate() {
@@ -28,7 +28,7 @@ pub fn device_pages_are_distinct_aligned_and_freed_on_flush() -> Outcome {
 
 pub fn out_of_memory_is_typed_and_changes_nothing() -> Outcome {
     let platform = platform_or_skip()?;
-    let mut device = platform.device_storage().unwrap();
+    let mut device = platform.malloc_storage();
     let before = device.live_bytes();
     let err = device.alloc(1 << 50).expect_err("a petabyte cannot fit");
     assert_eq!(err.kind(), ErrorKind::OutOfMemory, "{err}");

@@ -112,7 +112,8 @@ impl State {
             streams: Vec::new(),
             host_clock: VectorClock::default(),
             events: BTreeMap::new(),
-            memory: Memory::new(p.total_memory, config.host_memory, p.alignment),
+            memory: Memory::new(p.total_memory, config.host_memory, p.alignment)
+                .with_virtual_memory(config.virtual_memory),
             kernels: BTreeMap::new(),
             hazards: Vec::new(),
             log: Vec::new(),

@@ -6,13 +6,32 @@ use std::vec::Vec;
 use streamcore::platform::{ErrorKind, PageId};
 
 use super::State;
+
+/// A refused virtual-memory call as the platform's error.
+fn vm_error(op: &str, e: VmError, bytes: u64) -> MockError {
+    match e {
+        VmError::OutOfMemory => MockError::new(
+            ErrorKind::OutOfMemory,
+            std::format!("{op}: cannot commit {bytes} bytes of device memory"),
+        ),
+        VmError::NotReservation => MockError::invalid(std::format!(
+            "{op}: not a live reservation of this storage (or virtual memory is off)"
+        )),
+        VmError::Misaligned => MockError::invalid(std::format!(
+            "{op}: {bytes} bytes off the granularity or outside the reservation"
+        )),
+        VmError::Overlap => MockError::invalid(std::format!(
+            "{op}: the range overlaps a committed chunk, or is not exactly one"
+        )),
+    }
+}
 use super::command::Touch;
 use super::submit::use_after_free;
 use crate::check::shadow::AccessRec;
 use crate::check::{Agent, ByteRange, Hazard, HazardKind, OpKind, OpRef};
 use crate::counters::Call;
 use crate::error::MockError;
-use crate::memory::{MemoryKind, PageState};
+use crate::memory::{MemoryKind, PageState, VmError};
 
 impl State {
     /// Allocates a page of `size` bytes of `kind` for storage `storage`.
@@ -121,6 +140,104 @@ impl State {
             released,
         });
         Ok(released)
+    }
+
+    /// Reserves `size` bytes of device addresses for storage `storage`.
+    pub(crate) fn reserve(&mut self, storage: u64, size: u64) -> Result<PageId, MockError> {
+        let page = self
+            .memory
+            .reserve(storage, size)
+            .map_err(|e| vm_error("reserve", e, size))?;
+        self.calls.push(Call::Alloc {
+            memory: MemoryKind::Device,
+            page,
+            size: 0,
+        });
+        Ok(page)
+    }
+
+    /// Commits a chunk of a reservation. Like an allocation, it invalidates
+    /// every open capture and fails while one is open.
+    pub(crate) fn commit(
+        &mut self,
+        storage: u64,
+        page: PageId,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), MockError> {
+        if self.any_capture_open() {
+            let reason = "a commit while a capture was open";
+            self.invalidate_all(reason);
+            return Err(MockError::new(ErrorKind::CaptureUnsupported, reason));
+        }
+        self.memory
+            .commit(storage, page, offset, len)
+            .map_err(|e| vm_error("commit", e, len))?;
+        self.counters.allocs += 1;
+        self.calls.push(Call::Alloc {
+            memory: MemoryKind::Device,
+            page,
+            size: len,
+        });
+        Ok(())
+    }
+
+    /// Decommits a chunk at once, without letting queued work complete (as
+    /// the driver's unmap does): any queued command that still touches its
+    /// bytes is a [`HazardKind::UseAfterFree`]. While a capture is open it
+    /// invalidates every capture and fails, as a flush releasing pages does.
+    pub(crate) fn decommit(
+        &mut self,
+        storage: u64,
+        page: PageId,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), MockError> {
+        if self.any_capture_open() {
+            let reason = "a decommit while a capture was open";
+            self.invalidate_all(reason);
+            return Err(MockError::new(ErrorKind::CaptureUnsupported, reason));
+        }
+        let op = self.next_op();
+        let end = offset.saturating_add(len);
+        let mut found = Vec::new();
+        for (sid, st) in self.streams.iter().enumerate() {
+            for q in &st.queue {
+                for t in q.cmd.touches() {
+                    if t.page == page && t.offset < end && offset < t.offset + t.len {
+                        found.push(Hazard {
+                            kind: HazardKind::UseAfterFree,
+                            current: OpRef {
+                                op: q.op,
+                                agent: Agent::Stream(sid as u32),
+                                kind: q.cmd.op_kind().unwrap_or(OpKind::Dealloc),
+                            },
+                            previous: Some(OpRef {
+                                op,
+                                agent: Agent::Host,
+                                kind: OpKind::Dealloc,
+                            }),
+                            bytes: Some(ByteRange {
+                                memory: MemoryKind::Device,
+                                page,
+                                offset: t.offset,
+                                len: t.len,
+                            }),
+                        });
+                    }
+                }
+            }
+        }
+        self.hazards.append(&mut found);
+        self.memory
+            .decommit(storage, page, offset, len)
+            .map_err(|e| vm_error("decommit", e, len))?;
+        self.counters.deallocs += 1;
+        self.calls.push(Call::Dealloc {
+            memory: MemoryKind::Device,
+            page,
+        });
+        Ok(())
     }
 
     /// Validates a host access to `len` bytes at `offset` of `page`.

@@ -1,5 +1,8 @@
 //! Storages of a [`FaultInjector`](super::FaultInjector): the inner storage
-//! behind the same fault plan.
+//! behind the same fault plan. Resizable pages fail where the storage's
+//! other calls do: `reserve` and `commit` at the allocation site
+//! ([`Site::DeviceAlloc`] for a device storage), `decommit` where `flush`
+//! does ([`Site::Flush`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -70,11 +73,9 @@ impl<S: Storage> Storage for FaultStorage<S> {
             .map_err(FaultError::Platform)
     }
 
-    /// Forwarded unless the device is lost.
+    /// Checked where releases are ([`Site::Flush`]).
     fn decommit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), Self::Error> {
-        if super::lost(&self.state) {
-            return Ok(());
-        }
+        self.check(Site::Flush)?;
         self.inner
             .decommit(page, offset, len)
             .map_err(FaultError::Platform)

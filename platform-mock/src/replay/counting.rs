@@ -1,31 +1,95 @@
-//! A storage that counts bytes without touching real memory, and the
-//! accounting several storages (one per stream) can share.
+//! A storage that counts bytes the way the driver charges them, without
+//! touching real memory, and the accounting several storages (one per
+//! stream) share.
+//!
+//! The storage states [`StorageTerms`] from a [`DriverModel`] (granularity,
+//! packing of small pages, call costs, resizable pages) and charges them:
+//! a page above the pack limit costs whole granules, packed pages share
+//! granules with each other (across every storage of the accounting, as the
+//! driver packs them), a committed chunk costs its bytes until decommitted,
+//! and every call adds its cost to an estimated driver time.
 
 use std::fmt;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
 
 use streamcore::hash::FxHashMap;
-use streamcore::platform::{ErrorKind, PageId, PlatformError, Storage};
+use streamcore::platform::{ErrorKind, PageId, PlatformError, Storage, StorageTerms};
+
+use super::driver_model::{DriverModel, H200};
 
 #[derive(Debug, Default)]
-struct Counters {
-    held: AtomicU64,
-    peak_held: AtomicU64,
-    allocs: AtomicU64,
-    deallocs: AtomicU64,
-    flushes: AtomicU64,
-    capacity: AtomicU64,
-    unreleased: AtomicU64,
-    peak_unreleased: AtomicU64,
+struct Books {
+    capacity: u64,
+    /// Granule packed pages share (0: no packing seen yet).
+    pack_unit: u64,
+    /// Bytes charged for unpacked pages (until flushed) and committed chunks.
+    direct: u64,
+    /// Bytes of packed pages (until flushed).
+    packed: u64,
+    peak_held: u64,
+    unreleased: u64,
+    peak_unreleased: u64,
+    allocs: u64,
+    deallocs: u64,
+    flushes: u64,
+    syncs: u64,
+    reserves: u64,
+    commits: u64,
+    decommits: u64,
+    committed_bytes: u64,
+    driver_ns: u64,
 }
 
-/// Byte accounting shared by every storage of one replay: bytes held (a
-/// page released counts until its storage's flush), the peak of that sum,
-/// and call counts. Cheap to clone (a shared handle); `Send + Sync`.
+impl Books {
+    fn held_with(&self, direct: u64, packed: u64) -> Option<u64> {
+        let packed = if self.pack_unit > 1 {
+            packed.checked_next_multiple_of(self.pack_unit)?
+        } else {
+            packed
+        };
+        direct.checked_add(packed)
+    }
+
+    fn held(&self) -> u64 {
+        self.held_with(self.direct, self.packed).unwrap_or(u64::MAX)
+    }
+
+    /// Charges `direct` and `packed` more bytes; `false` (nothing charged)
+    /// past the capacity.
+    fn charge(&mut self, direct: u64, packed: u64) -> bool {
+        let (Some(d), Some(p)) = (
+            self.direct.checked_add(direct),
+            self.packed.checked_add(packed),
+        ) else {
+            return false;
+        };
+        match self.held_with(d, p) {
+            Some(held) if held <= self.capacity => {
+                self.direct = d;
+                self.packed = p;
+                self.peak_held = self.peak_held.max(held);
+                self.unreleased += direct + packed;
+                self.peak_unreleased = self.peak_unreleased.max(self.unreleased);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn uncharge(&mut self, direct: u64, packed: u64) {
+        self.direct = self.direct.saturating_sub(direct);
+        self.packed = self.packed.saturating_sub(packed);
+    }
+}
+
+/// Byte accounting shared by every storage of one replay: bytes held as
+/// the driver charges them (a page released counts until its storage's
+/// flush; a decommitted chunk stops counting at once), the peak of that
+/// sum, call counts and the estimated driver time. Cheap to clone (a shared
+/// handle); `Send + Sync`.
 #[derive(Clone, Debug, Default)]
-pub struct Accounting(Arc<Counters>);
+pub struct Accounting(Arc<Mutex<Books>>);
 
 /// A snapshot of an [`Accounting`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -34,7 +98,9 @@ pub struct StorageStats {
     pub held: u64,
     /// The most bytes held at once.
     pub peak_held: u64,
-    /// Allocation calls that succeeded.
+    /// Calls that took memory from the driver and succeeded: pages
+    /// (`hipMalloc`) and chunks committed in place (also counted in
+    /// [`commits`](Self::commits)).
     pub allocs: u64,
     /// Deallocation calls.
     pub deallocs: u64,
@@ -43,69 +109,94 @@ pub struct StorageStats {
     /// A diagnostic: the most bytes held at once counting a page only until
     /// its dealloc (as if every dealloc were flushed at once).
     pub peak_unreleased: u64,
+    /// Flushes that released pages on a storage whose release synchronizes
+    /// the device (`hipFree`).
+    pub syncs: u64,
+    /// Address ranges reserved.
+    pub reserves: u64,
+    /// Chunks committed in place.
+    pub commits: u64,
+    /// Chunks decommitted in place.
+    pub decommits: u64,
+    /// Bytes committed over the whole run (each commit counted).
+    pub committed_bytes: u64,
+    /// Estimated driver time of every call, from the storages' terms, in
+    /// nanoseconds.
+    pub driver_ns: u64,
+}
+
+impl StorageStats {
+    /// Driver calls that change what is held: allocations (commits
+    /// included), pages released, reservations and decommits.
+    pub const fn driver_calls(&self) -> u64 {
+        self.allocs + self.deallocs + self.reserves + self.decommits
+    }
 }
 
 impl Accounting {
     /// Fresh accounting with no capacity limit.
     pub fn new() -> Self {
-        let a = Self::default();
-        a.0.capacity.store(u64::MAX, Ordering::Relaxed);
-        a
+        Self::with_capacity(u64::MAX)
     }
 
     /// Fresh accounting whose storages fail with out-of-memory once `bytes`
     /// would be held.
     pub fn with_capacity(bytes: u64) -> Self {
         let a = Self::default();
-        a.0.capacity.store(bytes, Ordering::Relaxed);
+        a.books().capacity = bytes;
         a
     }
 
-    /// Records an allocation; `false` (nothing recorded) past the capacity.
+    fn books(&self) -> MutexGuard<'_, Books> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records an allocation of exactly `bytes`; `false` (nothing
+    /// recorded) past the capacity.
     pub fn try_alloc(&self, bytes: u64) -> bool {
-        let held = self.0.held.load(Ordering::Relaxed);
-        let Some(next) = held.checked_add(bytes) else {
-            return false;
-        };
-        if next > self.0.capacity.load(Ordering::Relaxed) {
-            return false;
+        let mut b = self.books();
+        let ok = b.charge(bytes, 0);
+        if ok {
+            b.allocs += 1;
         }
-        self.0.held.store(next, Ordering::Relaxed);
-        self.0.peak_held.fetch_max(next, Ordering::Relaxed);
-        let unreleased = self.0.unreleased.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        self.0
-            .peak_unreleased
-            .fetch_max(unreleased, Ordering::Relaxed);
-        self.0.allocs.fetch_add(1, Ordering::Relaxed);
-        true
+        ok
     }
 
     /// Records a deallocation of `bytes` (they stay held until a flush).
     pub fn dealloc(&self, bytes: u64) {
-        self.0.deallocs.fetch_add(1, Ordering::Relaxed);
-        self.0.unreleased.fetch_sub(bytes, Ordering::Relaxed);
+        let mut b = self.books();
+        b.deallocs += 1;
+        b.unreleased = b.unreleased.saturating_sub(bytes);
     }
 
     /// Records a flush that let go of `bytes`.
     pub fn flush(&self, bytes: u64) {
-        self.0.held.fetch_sub(bytes, Ordering::Relaxed);
-        self.0.flushes.fetch_add(1, Ordering::Relaxed);
+        let mut b = self.books();
+        b.uncharge(bytes, 0);
+        b.flushes += 1;
     }
 
     /// Bytes held now.
     pub fn held(&self) -> u64 {
-        self.0.held.load(Ordering::Relaxed)
+        self.books().held()
     }
 
     /// A snapshot.
     pub fn stats(&self) -> StorageStats {
+        let b = self.books();
         StorageStats {
-            held: self.0.held.load(Ordering::Relaxed),
-            peak_held: self.0.peak_held.load(Ordering::Relaxed),
-            allocs: self.0.allocs.load(Ordering::Relaxed),
-            deallocs: self.0.deallocs.load(Ordering::Relaxed),
-            flushes: self.0.flushes.load(Ordering::Relaxed),
-            peak_unreleased: self.0.peak_unreleased.load(Ordering::Relaxed),
+            held: b.held(),
+            peak_held: b.peak_held,
+            allocs: b.allocs,
+            deallocs: b.deallocs,
+            flushes: b.flushes,
+            peak_unreleased: b.peak_unreleased,
+            syncs: b.syncs,
+            reserves: b.reserves,
+            commits: b.commits,
+            decommits: b.decommits,
+            committed_bytes: b.committed_bytes,
+            driver_ns: b.driver_ns,
         }
     }
 }
@@ -113,7 +204,8 @@ impl Accounting {
 /// The error of a [`CountingStorage`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CountingError {
-    /// The kind ([`ErrorKind::OutOfMemory`] when the capacity is reached).
+    /// The kind ([`ErrorKind::OutOfMemory`] when the capacity is reached,
+    /// [`ErrorKind::InvalidValue`] for a call the contract forbids).
     pub kind: ErrorKind,
     /// The bytes asked for.
     pub requested: u64,
@@ -133,23 +225,54 @@ impl PlatformError for CountingError {
     }
 }
 
-/// A [`Storage`] that hands out page ids and counts bytes, holding no memory.
+#[derive(Debug)]
+enum Held {
+    /// A page: what it costs directly, or packed.
+    Page { size: u64, direct: u64, packed: u64 },
+    /// A reservation: its size and committed chunks (offset → length).
+    Range {
+        size: u64,
+        chunks: FxHashMap<u64, u64>,
+    },
+}
+
+/// A [`Storage`] that hands out page ids and counts bytes as its driver
+/// model charges them, holding no memory.
 #[derive(Debug)]
 pub struct CountingStorage {
     accounting: Accounting,
     alignment: u64,
+    terms: StorageTerms,
     next_id: u64,
-    live: FxHashMap<u64, u64>,
-    pending: Vec<u64>,
+    live: FxHashMap<u64, Held>,
+    /// Pages (and ranges) deallocated: (direct, packed) bytes to let go.
+    pending: Vec<(u64, u64)>,
 }
 
 impl CountingStorage {
     /// A storage reporting into `accounting`, pages aligned to `alignment`
-    /// (a power of two).
+    /// (a power of two), charging exact bytes at no cost (the pools' books).
     pub fn new(accounting: Accounting, alignment: u64) -> Self {
+        Self::with_model(accounting, alignment, DriverModel::Books)
+    }
+
+    /// A storage charging the H200's terms of `model`.
+    pub fn with_model(accounting: Accounting, alignment: u64, model: DriverModel) -> Self {
+        Self::with_terms(accounting, alignment, model.terms(&H200, alignment))
+    }
+
+    /// A storage charging `terms`, pages aligned to `alignment`.
+    pub fn with_terms(accounting: Accounting, alignment: u64, terms: StorageTerms) -> Self {
+        {
+            let mut b = accounting.books();
+            if terms.pack_limit > 0 && b.pack_unit == 0 {
+                b.pack_unit = terms.granularity;
+            }
+        }
         Self {
             accounting,
             alignment,
+            terms,
             next_id: 1,
             live: FxHashMap::default(),
             pending: Vec::new(),
@@ -161,14 +284,35 @@ impl CountingStorage {
         &self.accounting
     }
 
-    /// Live pages of this storage (not counting released ones).
+    /// Live pages and reservations of this storage (not counting released
+    /// ones).
     pub fn live_pages(&self) -> usize {
         self.live.len()
     }
 
-    /// The size of a live page.
+    /// The size of a live page (or reservation).
     pub fn page_size(&self, page: PageId) -> Option<u64> {
-        self.live.get(&page.0).copied()
+        self.live.get(&page.0).map(|h| match h {
+            Held::Page { size, .. } | Held::Range { size, .. } => *size,
+        })
+    }
+
+    /// Bytes committed in a live reservation.
+    pub fn committed(&self, page: PageId) -> Option<u64> {
+        match self.live.get(&page.0) {
+            Some(Held::Range { chunks, .. }) => Some(chunks.values().sum()),
+            _ => None,
+        }
+    }
+
+    fn refuse(kind: ErrorKind, requested: u64) -> CountingError {
+        CountingError { kind, requested }
+    }
+
+    fn id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
     }
 }
 
@@ -179,33 +323,140 @@ impl Storage for CountingStorage {
         self.alignment
     }
 
+    fn terms(&self) -> StorageTerms {
+        self.terms
+    }
+
     fn alloc(&mut self, size: u64) -> Result<PageId, CountingError> {
-        if !self.accounting.try_alloc(size) {
-            return Err(CountingError {
-                kind: ErrorKind::OutOfMemory,
-                requested: size,
-            });
+        let charged = self.terms.charge(size);
+        let (direct, packed) = if size <= self.terms.pack_limit {
+            (0, charged)
+        } else {
+            (charged, 0)
+        };
+        let mut b = self.accounting.books();
+        if !b.charge(direct, packed) {
+            return Err(Self::refuse(ErrorKind::OutOfMemory, size));
         }
-        let id = self.next_id;
-        self.next_id += 1;
-        self.live.insert(id, size);
+        b.allocs += 1;
+        b.driver_ns = b.driver_ns.saturating_add(self.terms.costs.alloc.of(size));
+        drop(b);
+        let id = self.id();
+        self.live.insert(
+            id,
+            Held::Page {
+                size,
+                direct,
+                packed,
+            },
+        );
         Ok(PageId(id))
     }
 
     /// # Panics
-    /// On a page that is not live (a broken contract of the caller).
+    /// On a page that is not live, or a reservation with committed chunks
+    /// (a broken contract of the caller).
     fn dealloc(&mut self, page: PageId) {
-        let size = self
+        let held = self
             .live
             .remove(&page.0)
             .expect("dealloc of a page that is not live");
-        self.accounting.dealloc(size);
-        self.pending.push(size);
+        let (direct, packed) = match held {
+            Held::Page { direct, packed, .. } => (direct, packed),
+            Held::Range { chunks, .. } => {
+                assert!(chunks.is_empty(), "dealloc of a reservation with chunks");
+                (0, 0)
+            }
+        };
+        self.accounting.dealloc(direct + packed);
+        self.pending.push((direct, packed));
     }
 
     fn flush(&mut self) -> Result<(), CountingError> {
-        let bytes: u64 = self.pending.drain(..).sum();
-        self.accounting.flush(bytes);
+        let mut b = self.accounting.books();
+        b.flushes += 1;
+        let pages = self.pending.iter().filter(|p| p.0 + p.1 > 0).count() as u64;
+        if pages > 0 && self.terms.costs.release_synchronizes {
+            b.syncs += 1;
+        }
+        for (direct, packed) in self.pending.drain(..) {
+            b.uncharge(direct, packed);
+            if direct + packed > 0 {
+                b.driver_ns = b
+                    .driver_ns
+                    .saturating_add(self.terms.costs.release.of(direct + packed));
+            }
+        }
+        Ok(())
+    }
+
+    fn reserve(&mut self, size: u64) -> Result<PageId, CountingError> {
+        let Some(r) = self.terms.resizable else {
+            return Err(Self::refuse(ErrorKind::InvalidValue, size));
+        };
+        if size == 0 || size % r.granularity != 0 || size > r.max_reservation {
+            return Err(Self::refuse(ErrorKind::InvalidValue, size));
+        }
+        {
+            let mut b = self.accounting.books();
+            b.reserves += 1;
+            b.driver_ns = b
+                .driver_ns
+                .saturating_add(self.terms.costs.reserve.of(size));
+        }
+        let id = self.id();
+        self.live.insert(
+            id,
+            Held::Range {
+                size,
+                chunks: FxHashMap::default(),
+            },
+        );
+        Ok(PageId(id))
+    }
+
+    fn commit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), CountingError> {
+        let Some(r) = self.terms.resizable else {
+            return Err(Self::refuse(ErrorKind::InvalidValue, len));
+        };
+        let Some(Held::Range { size, chunks }) = self.live.get_mut(&page.0) else {
+            return Err(Self::refuse(ErrorKind::InvalidValue, len));
+        };
+        let end = offset.checked_add(len);
+        let aligned = offset % r.granularity == 0 && len % r.granularity == 0 && len > 0;
+        let overlaps = chunks
+            .iter()
+            .any(|(&o, &l)| end.is_some_and(|e| o < e) && offset < o + l);
+        if !aligned || end.is_none_or(|e| e > *size) || overlaps {
+            return Err(Self::refuse(ErrorKind::InvalidValue, len));
+        }
+        let mut b = self.accounting.books();
+        if !b.charge(len, 0) {
+            return Err(Self::refuse(ErrorKind::OutOfMemory, len));
+        }
+        b.commits += 1;
+        b.allocs += 1;
+        b.committed_bytes += len;
+        b.driver_ns = b.driver_ns.saturating_add(self.terms.costs.commit.of(len));
+        chunks.insert(offset, len);
+        Ok(())
+    }
+
+    fn decommit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), CountingError> {
+        let Some(Held::Range { chunks, .. }) = self.live.get_mut(&page.0) else {
+            return Err(Self::refuse(ErrorKind::InvalidValue, len));
+        };
+        if chunks.get(&offset) != Some(&len) {
+            return Err(Self::refuse(ErrorKind::InvalidValue, len));
+        }
+        chunks.remove(&offset);
+        let mut b = self.accounting.books();
+        b.uncharge(len, 0);
+        b.unreleased = b.unreleased.saturating_sub(len);
+        b.decommits += 1;
+        b.driver_ns = b
+            .driver_ns
+            .saturating_add(self.terms.costs.decommit.of(len));
         Ok(())
     }
 }

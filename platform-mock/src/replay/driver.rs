@@ -10,6 +10,7 @@ use streamcore::memory::{MemoryLayout, MemoryManager, MemoryReport, SliceHandle}
 use streamcore::platform::Storage;
 
 use super::counting::{Accounting, CountingStorage, StorageStats};
+use super::driver_model::DriverModel;
 use super::trace::{Trace, TraceEvent};
 
 /// Something that serves a trace's allocations: one allocator per stream.
@@ -83,6 +84,11 @@ impl ReplayReport {
         }
     }
 
+    /// The storages' estimated driver time, in milliseconds.
+    pub fn driver_ms(&self) -> f64 {
+        self.storage.driver_ns as f64 / 1e6
+    }
+
     /// Nanoseconds per event (alloc or free).
     pub fn ns_per_op(&self) -> f64 {
         if self.events == 0 {
@@ -102,6 +108,18 @@ impl fmt::Display for ReplayReport {
         writeln!(f, "reserved / live   {:.3}", self.ratio())?;
         writeln!(f, "storage allocs    {}", self.storage.allocs)?;
         writeln!(f, "storage deallocs  {}", self.storage.deallocs)?;
+        writeln!(
+            f,
+            "commits/decommits {} / {}",
+            self.storage.commits, self.storage.decommits
+        )?;
+        writeln!(f, "device syncs      {}", self.storage.syncs)?;
+        writeln!(
+            f,
+            "driver time (est) {:.2} ms beside {:.2} ms of bookkeeping",
+            self.driver_ms(),
+            self.elapsed_ns as f64 / 1e6
+        )?;
         write!(f, "time per op       {:.1} ns", self.ns_per_op())
     }
 }
@@ -200,18 +218,15 @@ pub struct StreamcoreTarget {
     accounting: Accounting,
     layout: MemoryLayout,
     alignment: u64,
+    model: DriverModel,
     managers: Vec<MemoryManager<CountingStorage>>,
 }
 
 impl StreamcoreTarget {
-    /// Managers with `layout`, storages aligned to `alignment`.
+    /// Managers with `layout`, storages aligned to `alignment` charging the
+    /// H200's default route ([`DriverModel::Vmm`]).
     pub fn new(layout: MemoryLayout, alignment: u64) -> Self {
-        Self {
-            accounting: Accounting::new(),
-            layout,
-            alignment,
-            managers: Vec::new(),
-        }
+        Self::with_accounting(layout, alignment, Accounting::new())
     }
 
     /// The same, reporting into an existing accounting (to set a capacity).
@@ -220,8 +235,20 @@ impl StreamcoreTarget {
             accounting,
             layout,
             alignment,
+            model: DriverModel::default(),
             managers: Vec::new(),
         }
+    }
+
+    /// The same target over storages charging `model`.
+    pub fn with_model(mut self, model: DriverModel) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// The driver model the storages charge.
+    pub fn model(&self) -> DriverModel {
+        self.model
     }
 
     /// The managers, by stream.
@@ -236,7 +263,8 @@ impl StreamcoreTarget {
 
     fn manager(&mut self, stream: u32) -> &mut MemoryManager<CountingStorage> {
         while self.managers.len() <= stream as usize {
-            let storage = CountingStorage::new(self.accounting.clone(), self.alignment);
+            let storage =
+                CountingStorage::with_model(self.accounting.clone(), self.alignment, self.model);
             self.managers
                 .push(MemoryManager::new(storage, self.layout.clone()));
         }

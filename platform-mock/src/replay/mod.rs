@@ -23,6 +23,7 @@
 
 mod counting;
 mod driver;
+mod driver_model;
 pub mod json;
 mod trace;
 
@@ -30,6 +31,7 @@ pub use counting::{Accounting, CountingError, CountingStorage, StorageStats};
 pub use driver::{
     ReplayError, ReplayOptions, ReplayReport, ReplayTarget, Sample, StreamcoreTarget, replay,
 };
+pub use driver_model::{DriverModel, DriverTable, H200};
 pub use trace::{MAX_TRACE_SIZE, MAX_TRACE_STREAMS, Trace, TraceError, TraceEvent, TraceHeader};
 
 #[cfg(test)]

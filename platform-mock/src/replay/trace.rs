@@ -107,6 +107,11 @@ pub enum TraceError {
         /// What the decoder said.
         why: String,
     },
+    /// Bytes that are not gzip follow the end of the gzip data.
+    TrailingData {
+        /// The path.
+        path: PathBuf,
+    },
     /// The first line is not a `{"header": {...}}` object.
     MissingHeader {
         /// Why.
@@ -149,6 +154,26 @@ pub enum TraceError {
         /// The size.
         size: u64,
     },
+    /// A stream used before a lower-numbered one: streams are numbered 0,
+    /// 1, ... in order of first use.
+    StreamOutOfOrder {
+        /// 1-based line number.
+        line: usize,
+        /// The stream the line uses.
+        stream: u32,
+        /// The number its first use should have had.
+        expected: u32,
+    },
+    /// The header announces a count (`events`, `streams`) the trace does
+    /// not have.
+    HeaderMismatch {
+        /// Which count.
+        what: &'static str,
+        /// The header's figure.
+        header: u64,
+        /// The trace's.
+        found: u64,
+    },
 }
 
 impl fmt::Display for TraceError {
@@ -166,6 +191,11 @@ impl fmt::Display for TraceError {
             TraceError::BadGzip { path, why } => {
                 write!(f, "{}: corrupt gzip data ({why})", path.display())
             }
+            TraceError::TrailingData { path } => write!(
+                f,
+                "{}: bytes that are not gzip after the end of the gzip data (appended to, or damaged?)",
+                path.display()
+            ),
             TraceError::MissingHeader { why } => write!(f, "line 1: no trace header ({why})"),
             TraceError::MalformedLine { line, why } => write!(f, "line {line}: {why}"),
             TraceError::UnknownFree { line, id } => {
@@ -178,6 +208,24 @@ impl fmt::Display for TraceError {
             TraceError::AbsurdSize { line, id, size } => write!(
                 f,
                 "line {line}: id {id} has size {size}, above the {MAX_TRACE_SIZE} B limit"
+            ),
+            TraceError::StreamOutOfOrder {
+                line,
+                stream,
+                expected,
+            } => write!(
+                f,
+                "line {line}: stream {stream} is used before stream {expected} (streams are \
+                 numbered 0, 1, ... in order of first use)"
+            ),
+            TraceError::HeaderMismatch {
+                what,
+                header,
+                found,
+            } => write!(
+                f,
+                "line 1: the header announces {header} {what}, the trace has {found} \
+                 (cut short, or edited?)"
             ),
         }
     }
@@ -212,21 +260,49 @@ impl Trace {
     }
 
     /// Reads a trace from `reader` (gzip or plain); `path` names it in errors.
+    ///
+    /// A gzip file may hold several members one after another; anything
+    /// else after the last one is an error ([`TraceError::TrailingData`]).
+    /// When a line of a gzip file is wrong, the rest of the gzip data is
+    /// checked first: a corrupt stream is reported as such
+    /// ([`TraceError::BadGzip`]), not as the garbage lines it decoded to.
     pub fn read(reader: impl Read, path: &Path) -> Result<Self, TraceError> {
         let mut buffered = BufReader::with_capacity(1 << 16, reader);
         let magic = buffered.fill_buf().map_err(|source| TraceError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        if magic.starts_with(&[0x1f, 0x8b]) {
-            let gz = flate2::read::MultiGzDecoder::new(buffered);
-            Self::parse_lines(BufReader::with_capacity(1 << 16, gz), path)
+        if magic.starts_with(&GZIP_MAGIC) {
+            let gz = Members {
+                decoder: Some(flate2::bufread::GzDecoder::new(buffered)),
+            };
+            let mut lines = BufReader::with_capacity(1 << 16, gz);
+            match Self::parse_lines(&mut lines, path) {
+                Err(e @ TraceError::Io { .. })
+                | Err(e @ TraceError::TruncatedGzip { .. })
+                | Err(e @ TraceError::BadGzip { .. })
+                | Err(e @ TraceError::TrailingData { .. }) => Err(e),
+                Err(content) => match io::copy(&mut lines, &mut io::sink()) {
+                    // The gzip data is intact: the content is what is wrong.
+                    Ok(_) => Err(content),
+                    Err(e) => Err(Self::io_error(path, e)),
+                },
+                ok => ok,
+            }
         } else {
             Self::parse_lines(buffered, path)
         }
     }
 
     fn io_error(path: &Path, source: io::Error) -> TraceError {
+        if source
+            .get_ref()
+            .is_some_and(|e| e.downcast_ref::<NotGzip>().is_some())
+        {
+            return TraceError::TrailingData {
+                path: path.to_path_buf(),
+            };
+        }
         match source.kind() {
             io::ErrorKind::UnexpectedEof => TraceError::TruncatedGzip {
                 path: path.to_path_buf(),
@@ -283,7 +359,71 @@ impl Trace {
                 why: "the trace is empty".into(),
             });
         }
+        let counts = [
+            ("events", trace.header.events, trace.events.len() as u64),
+            ("streams", trace.header.streams, u64::from(trace.streams)),
+        ];
+        for (what, header, found) in counts {
+            match header {
+                Some(header) if header != found => {
+                    return Err(TraceError::HeaderMismatch {
+                        what,
+                        header,
+                        found,
+                    });
+                }
+                _ => {}
+            }
+        }
         Ok(trace)
+    }
+}
+
+/// The two bytes every gzip member starts with.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// The payload of the read error for bytes after the last gzip member.
+#[derive(Debug)]
+struct NotGzip;
+
+impl fmt::Display for NotGzip {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("bytes that are not gzip after the end of the gzip data")
+    }
+}
+
+impl std::error::Error for NotGzip {}
+
+/// The decompressed bytes of gzip members one after another; anything but
+/// a member after one is an error carrying [`NotGzip`].
+struct Members<R: BufRead> {
+    decoder: Option<flate2::bufread::GzDecoder<R>>,
+}
+
+impl<R: BufRead> Read for Members<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Some(decoder) = self.decoder.as_mut() else {
+                return Ok(0);
+            };
+            let n = decoder.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            // The member ended (its checksum verified): what follows?
+            let Some(decoder) = self.decoder.take() else {
+                return Ok(0);
+            };
+            let mut rest = decoder.into_inner();
+            let next = rest.fill_buf()?;
+            if next.is_empty() {
+                return Ok(0);
+            }
+            if !next.starts_with(&GZIP_MAGIC) {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, NotGzip));
+            }
+            self.decoder = Some(flate2::bufread::GzDecoder::new(rest));
+        }
     }
 }
 
@@ -318,6 +458,16 @@ fn parse_header(text: &str) -> Result<TraceHeader, TraceError> {
 fn field(v: &Value, key: &str, line: usize) -> Result<u64, TraceError> {
     match v.get(key) {
         Some(Value::UInt(n)) => Ok(*n),
+        Some(Value::Number(x)) => Err(TraceError::MalformedLine {
+            line,
+            why: if *x < 0.0 {
+                std::format!("\"{key}\" is {x}, a negative number")
+            } else if x.fract() != 0.0 {
+                std::format!("\"{key}\" is {x}, not a whole number")
+            } else {
+                std::format!("\"{key}\" is {x}, above the largest integer a trace holds (2^64 - 1)")
+            },
+        }),
         Some(_) => Err(TraceError::MalformedLine {
             line,
             why: std::format!("\"{key}\" is not a non-negative integer"),
@@ -369,6 +519,13 @@ fn parse_event(
                 });
             }
             let stream = stream as u32;
+            if stream > trace.streams {
+                return Err(TraceError::StreamOutOfOrder {
+                    line,
+                    stream,
+                    expected: trace.streams,
+                });
+            }
             if trace.slots == u32::MAX {
                 return Err(TraceError::MalformedLine {
                     line,

@@ -1,48 +1,51 @@
-//! `streamcore demo`: the core's mechanisms, one after another, on the mock
-//! platform — cross-stream waits, capture and replay, a failure that taints
-//! only what depends on it, the memory report, and the hazard checker's
-//! verdict.
+//! The demo's story, written once against the platform traits: a
+//! [`Device`] over any platform behind the fault injector, narrated step by
+//! step. What only a platform can tell (the mock's completion order and
+//! hazards) comes through [`Stage`].
 
 use std::fmt;
 use std::io::Write;
 
-use streamcore::device::{Device, DeviceConfig, Launched};
+use streamcore::device::{Device, Launched};
 use streamcore::error::Error;
 use streamcore::platform::Platform;
 use streamcore::stream::StreamId;
-use streamcore_mock::fault::{FaultInjector, FaultPlan};
-use streamcore_mock::{MockConfig, MockPlatform};
-use streamcore_tests::kernels::{self, bytes, dims, words};
+use streamcore_kernels::{self as kernels, bytes, dims, words};
+use streamcore_mock::fault::FaultInjector;
+
+use super::DemoError;
+
+/// What the story needs from a platform beyond the core's traits.
+pub trait Stage {
+    /// The platform under the fault injector.
+    type P: Platform;
+
+    /// The header line's description of the device.
+    fn describe(&self) -> String;
+
+    /// The device work completed since the last call, in completion order,
+    /// as one line (`None` when the platform cannot tell).
+    fn completed(&self) -> Option<String>;
+
+    /// Storage allocations made so far (`None` when not counted).
+    fn allocations(&self) -> Option<u64>;
+
+    /// Hazards the platform's checker reported (`None`: no checker).
+    fn hazards(&self) -> Option<Vec<String>>;
+
+    /// What to say instead of a hazard verdict when there is no checker.
+    fn no_checker(&self) -> &'static str {
+        "not checked here (the mock's checker does that: `streamcore demo`)"
+    }
+}
+
+/// The device the story runs on: the stage's platform behind the fault
+/// injector, which fails every launch of [`FLAKY`](streamcore_kernels::FLAKY).
+pub type DemoDevice<S> = Device<FaultInjector<<S as Stage>::P>>;
 
 const CONSUMER: StreamId = StreamId(0);
 const PRODUCER: StreamId = StreamId(1);
 const N: usize = 4096;
-
-/// Why the demo stopped.
-#[derive(Debug)]
-pub enum DemoError {
-    /// Writing the report failed.
-    Io(std::io::Error),
-    /// The device answered something the demo did not expect.
-    Unexpected(String),
-}
-
-impl fmt::Display for DemoError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DemoError::Io(e) => write!(f, "writing the report: {e}"),
-            DemoError::Unexpected(what) => write!(f, "demo went wrong: {what}"),
-        }
-    }
-}
-
-impl std::error::Error for DemoError {}
-
-impl From<std::io::Error> for DemoError {
-    fn from(e: std::io::Error) -> Self {
-        DemoError::Io(e)
-    }
-}
 
 fn unexpected<E: fmt::Display>(what: &str) -> impl FnOnce(E) -> DemoError + '_ {
     move |e| DemoError::Unexpected(format!("{what}: {e}"))
@@ -56,19 +59,14 @@ fn check(ok: bool, what: &str) -> Result<&'static str, DemoError> {
     }
 }
 
-type P = FaultInjector<MockPlatform>;
-
-/// Runs the demo with scheduler seed `seed`, writing the report to `out`.
-pub fn run(seed: u64, out: &mut impl Write) -> Result<(), DemoError> {
-    let mock =
-        MockPlatform::with_config(MockConfig::default().seed(seed)).map_err(unexpected("mock"))?;
-    kernels::register_mock(&mock);
-    let platform = FaultInjector::new(
-        mock.clone(),
-        FaultPlan::new().fail_kernel(kernels::FLAKY.name),
-    );
-    let device: Device<P> =
-        Device::new(platform, DeviceConfig::with_streams(2)).map_err(unexpected("device"))?;
+/// Tells the story on `device` (two streams, the stage's platform behind
+/// a fault injector that fails [`FLAKY`](streamcore_kernels::FLAKY)), writing it to `out`.
+pub fn run<S: Stage>(
+    stage: &S,
+    device: &DemoDevice<S>,
+    out: &mut impl Write,
+) -> Result<(), DemoError> {
+    type P<S> = FaultInjector<<S as Stage>::P>;
     let load = |k| device.load_kernel(k).map_err(unexpected("load kernel"));
     let (fill, add, scale, flaky) = (
         load(&kernels::FILL)?,
@@ -79,7 +77,7 @@ pub fn run(seed: u64, out: &mut impl Write) -> Result<(), DemoError> {
     let info = [N as u64];
     let bytes_n = 4 * N as u64;
     let alloc = |s| device.alloc(s, bytes_n).map_err(unexpected("alloc"));
-    let launched = |r: Result<Launched, Error<<P as Platform>::Error>>| match r {
+    let launched = |r: Result<Launched, Error<<P<S> as Platform>::Error>>| match r {
         Ok(Launched::Queued) => Ok(()),
         Ok(Launched::Skipped(f)) => Err(DemoError::Unexpected(format!("launch skipped by {f}"))),
         Err(e) => Err(DemoError::Unexpected(format!("launch: {e}"))),
@@ -87,10 +85,14 @@ pub fn run(seed: u64, out: &mut impl Write) -> Result<(), DemoError> {
 
     writeln!(
         out,
-        "streamcore demo — mock platform, scheduler seed {seed}, {N} u32 elements per buffer"
+        "streamcore demo — {}, {N} u32 elements per buffer",
+        stage.describe()
     )?;
     writeln!(out)?;
     writeln!(out, "1. Two streams: stream 1 produces, stream 0 consumes")?;
+    // The consumer's outputs first: stream 0 is then the platform's first
+    // stream too, and the completion order below names streams as here.
+    let z = alloc(CONSUMER)?;
     let x = device
         .upload(PRODUCER, &bytes(&(0..N as u32).collect::<Vec<_>>()))
         .map_err(unexpected("upload"))?;
@@ -98,7 +100,6 @@ pub fn run(seed: u64, out: &mut impl Write) -> Result<(), DemoError> {
     launched(device.launch(PRODUCER, fill, dims(N), &[y.write()], &[N as u64, 1]))?;
     writeln!(out, "   stream 1: upload x = 0..{N}, fill y = 1")?;
     let waits0 = device.stats().waits;
-    let z = alloc(CONSUMER)?;
     launched(device.launch(
         CONSUMER,
         add,
@@ -125,6 +126,9 @@ pub fn run(seed: u64, out: &mut impl Write) -> Result<(), DemoError> {
         "   stream 0: w = x * 2      -> {} more waits (stream 0 already synced stream 1)",
         device.stats().waits - waits1
     )?;
+    if let Some(order) = stage.completed() {
+        writeln!(out, "   {order}")?;
+    }
     let zw = words(&device.read(CONSUMER, &z).map_err(unexpected("read z"))?);
     let verdict = check(
         zw.iter().enumerate().all(|(i, &v)| v == i as u32 + 1),
@@ -138,7 +142,7 @@ pub fn run(seed: u64, out: &mut impl Write) -> Result<(), DemoError> {
         "2. Capture stream 0's chain out = (x + y) * 3 as a graph, replay with fresh inputs"
     )?;
     let graph_out = alloc(CONSUMER)?;
-    let body = |d: &Device<P>| -> Result<(), DemoError> {
+    let body = |d: &DemoDevice<S>| -> Result<(), DemoError> {
         let tmp = d.alloc(CONSUMER, bytes_n).map_err(unexpected("alloc"))?;
         launched(d.launch(
             CONSUMER,
@@ -157,21 +161,31 @@ pub fn run(seed: u64, out: &mut impl Write) -> Result<(), DemoError> {
         Ok(())
     };
     device.prepare(CONSUMER).map_err(unexpected("prepare"))?;
-    body(&device)?;
-    let allocs_before = mock.counters().allocs;
+    body(device)?;
+    let pages = |d: &DemoDevice<S>| d.memory_report(CONSUMER).map_or(0, |r| r.total().pages);
+    let (allocs_before, pages_before) = (stage.allocations(), pages(device));
     device
         .begin_capture(CONSUMER)
         .map_err(unexpected("begin_capture"))?;
-    body(&device)?;
+    body(device)?;
     let graph = device
         .end_capture(CONSUMER)
         .map_err(unexpected("end_capture"))?;
-    writeln!(
-        out,
-        "   warm-up, capture, seal -> graph #{}; storage allocations inside the window: {}",
-        graph.id().0,
-        mock.counters().allocs - allocs_before
-    )?;
+    match (allocs_before, stage.allocations()) {
+        (Some(before), Some(after)) => writeln!(
+            out,
+            "   warm-up, capture, seal -> graph #{}; storage allocations inside the window: {}",
+            graph.id().0,
+            after - before
+        )?,
+        _ => writeln!(
+            out,
+            "   warm-up, capture, seal -> graph #{}; stream 0's pages before / after the window: {} / {}",
+            graph.id().0,
+            pages_before,
+            pages(device)
+        )?,
+    }
     for round in 1..=3u32 {
         device
             .write(PRODUCER, &x, &bytes(&vec![round; N]))
@@ -272,7 +286,6 @@ pub fn run(seed: u64, out: &mut impl Write) -> Result<(), DemoError> {
     device.sync_all().map_err(unexpected("sync"))?;
     let census = device.census();
     let stats = device.stats();
-    let hazards = mock.hazards();
     writeln!(out)?;
     writeln!(out, "5. After dropping everything and a final sync")?;
     writeln!(
@@ -292,18 +305,22 @@ pub fn run(seed: u64, out: &mut impl Write) -> Result<(), DemoError> {
         stats.info_hits,
         stats.info_misses
     )?;
-    if hazards.is_empty() {
-        writeln!(out, "   hazards reported by the mock's checker: none")?;
-    } else {
-        writeln!(
-            out,
-            "   hazards reported by the mock's checker: {}",
-            hazards.len()
-        )?;
-        for h in &hazards {
-            writeln!(out, "     {h}")?;
+    match stage.hazards() {
+        None => writeln!(out, "   hazards: {}", stage.no_checker())?,
+        Some(hazards) if hazards.is_empty() => {
+            writeln!(out, "   hazards reported by the mock's checker: none")?;
         }
-        return Err(DemoError::Unexpected(format!("{} hazards", hazards.len())));
+        Some(hazards) => {
+            writeln!(
+                out,
+                "   hazards reported by the mock's checker: {}",
+                hazards.len()
+            )?;
+            for h in &hazards {
+                writeln!(out, "     {h}")?;
+            }
+            return Err(DemoError::Unexpected(format!("{} hazards", hazards.len())));
+        }
     }
     Ok(())
 }

@@ -1,0 +1,325 @@
+//! The chunk table of a manager over a resizable storage: which granules of
+//! each reservation are backed by memory, in which chunk (one storage
+//! `commit`), how many carved blocks use each chunk, and the idle LRU of
+//! chunks no block uses (what can be decommitted in place).
+//!
+//! A reservation's granules map to chunk indices (`NIL`: nothing committed).
+//! A chunk is a run of granules committed by one call and decommitted by
+//! one call. A block carved from a reservation *uses* every chunk it
+//! overlaps; a chunk with no user lies wholly inside free space, so no live
+//! slice (and, since slices are freed only once no queued work touches them,
+//! no queued work) touches it.
+//!
+//! Walking the chunks a block overlaps costs one step per chunk, and a
+//! chunk is at least one granule (2 MiB on the driver), so the hot path
+//! stays O(1) for the slices that fit in a chunk.
+
+use alloc::vec::Vec;
+
+use crate::arena::{Arena, NIL};
+
+/// One committed chunk.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Chunk {
+    /// The reservation's map.
+    pub map: u32,
+    /// Its first granule and its length in granules.
+    pub start: u32,
+    pub len: u32,
+    /// Carved pages overlapping it.
+    pub users: u32,
+    in_lru: bool,
+    prev: u32,
+    next: u32,
+    /// The reserve count when it last became idle.
+    pub idle_since: u64,
+}
+
+/// The granules of one reservation.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Map {
+    /// The reservation.
+    pub owner: u32,
+    /// Granule → chunk, grown as far as granules were ever committed.
+    granules: Vec<u32>,
+}
+
+/// Bytes and chunks that changed state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Moved {
+    /// Chunks.
+    pub chunks: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// Every reservation's granules, the chunks and their idle LRU.
+#[derive(Debug)]
+pub(super) struct ChunkTable {
+    granule: u64,
+    shift: u32,
+    maps: Arena<Map>,
+    chunks: Arena<Chunk>,
+    lru_head: u32,
+    lru_tail: u32,
+}
+
+impl ChunkTable {
+    /// An empty table for chunks of whole `granule`s (a power of two).
+    pub(super) fn new(granule: u64) -> Self {
+        let granule = if granule.is_power_of_two() {
+            granule
+        } else {
+            1
+        };
+        Self {
+            granule,
+            shift: granule.trailing_zeros(),
+            maps: Arena::new(),
+            chunks: Arena::new(),
+            lru_head: NIL,
+            lru_tail: NIL,
+        }
+    }
+
+    /// The granule in bytes.
+    pub(super) const fn granule(&self) -> u64 {
+        self.granule
+    }
+
+    /// The most bytes one reservation may span (its granules are `u32`).
+    pub(super) const fn max_reservation(&self) -> u64 {
+        self.granule.saturating_mul(1 << 31)
+    }
+
+    /// A map for reservation `owner`; `None` when full.
+    pub(super) fn add_map(&mut self, owner: u32) -> Option<u32> {
+        self.maps
+            .insert(Map {
+                owner,
+                granules: Vec::new(),
+            })
+            .ok()
+            .map(|k| k.index)
+    }
+
+    /// Forgets a reservation's map (every chunk of it decommitted).
+    pub(super) fn remove_map(&mut self, map: u32) {
+        self.maps.remove_at(map);
+    }
+
+    /// The granules `[lo, hi)` that bytes `offset..offset + len` touch.
+    pub(super) fn span(&self, offset: u64, len: u64) -> (u32, u32) {
+        let lo = offset >> self.shift;
+        let hi = (offset + len + self.granule - 1) >> self.shift;
+        (lo as u32, hi as u32)
+    }
+
+    fn at(&self, map: u32, g: u32) -> u32 {
+        self.maps[map]
+            .granules
+            .get(g as usize)
+            .copied()
+            .unwrap_or(NIL)
+    }
+
+    /// The chunk at index `c`.
+    pub(super) fn chunk(&self, c: u32) -> &Chunk {
+        &self.chunks[c]
+    }
+
+    /// Adds one use to every chunk over `[lo, hi)`; returns the chunks
+    /// that stopped being idle and the granules not committed.
+    pub(super) fn use_span(&mut self, map: u32, lo: u32, hi: u32) -> (Moved, u32) {
+        let mut woke = Moved::default();
+        let mut gaps = 0;
+        let mut g = lo;
+        while g < hi {
+            let c = self.at(map, g);
+            if c == NIL {
+                gaps += 1;
+                g += 1;
+                continue;
+            }
+            let ch = &mut self.chunks[c];
+            ch.users += 1;
+            g = ch.start + ch.len;
+            if ch.users == 1 {
+                woke.chunks += 1;
+                woke.bytes += u64::from(ch.len) << self.shift;
+                self.lru_unlink(c);
+            }
+        }
+        (woke, gaps)
+    }
+
+    /// Drops one use of every chunk over `[lo, hi)`; chunks left without a
+    /// user join the idle LRU (youngest) with age `now`. Returns them.
+    pub(super) fn release_span(&mut self, map: u32, lo: u32, hi: u32, now: u64) -> Moved {
+        let mut idle = Moved::default();
+        let mut g = lo;
+        while g < hi {
+            let c = self.at(map, g);
+            if c == NIL {
+                g += 1;
+                continue;
+            }
+            let ch = &mut self.chunks[c];
+            ch.users -= 1;
+            g = ch.start + ch.len;
+            if ch.users == 0 {
+                ch.idle_since = now;
+                idle.chunks += 1;
+                idle.bytes += u64::from(ch.len) << self.shift;
+                self.lru_push(c);
+            }
+        }
+        idle
+    }
+
+    /// The first run of uncommitted granules in `[from, hi)`.
+    pub(super) fn next_gap(&self, map: u32, from: u32, hi: u32) -> Option<(u32, u32)> {
+        let mut g = from;
+        while g < hi {
+            let c = self.at(map, g);
+            if c == NIL {
+                let mut end = g + 1;
+                while end < hi && self.at(map, end) == NIL {
+                    end += 1;
+                }
+                return Some((g, end));
+            }
+            g = self.chunks[c].start + self.chunks[c].len;
+        }
+        None
+    }
+
+    /// How far past `end` a commit may reach: over uncommitted granules,
+    /// below `limit`, at most `want` granules from `start` in all.
+    pub(super) fn reach(&self, map: u32, start: u32, end: u32, limit: u32, want: u32) -> u32 {
+        let mut e = end;
+        while e < limit && e - start < want && self.at(map, e) == NIL {
+            e += 1;
+        }
+        e
+    }
+
+    /// Records a chunk committed over `[start, end)` with `users` users.
+    /// `None` when the table is full (nothing recorded).
+    pub(super) fn add(
+        &mut self,
+        map: u32,
+        start: u32,
+        end: u32,
+        users: u32,
+        now: u64,
+    ) -> Option<u32> {
+        let c = self
+            .chunks
+            .insert(Chunk {
+                map,
+                start,
+                len: end - start,
+                users,
+                in_lru: false,
+                prev: NIL,
+                next: NIL,
+                idle_since: now,
+            })
+            .ok()?
+            .index;
+        let granules = &mut self.maps[map].granules;
+        if granules.len() < end as usize {
+            granules.resize(end as usize, NIL);
+        }
+        for g in &mut granules[start as usize..end as usize] {
+            *g = c;
+        }
+        if users == 0 {
+            self.lru_push(c);
+        }
+        Some(c)
+    }
+
+    /// Forgets chunk `c` (decommitted); returns it.
+    pub(super) fn remove(&mut self, c: u32) -> Chunk {
+        self.lru_unlink(c);
+        let ch = match self.chunks.remove_at(c) {
+            Some(ch) => ch,
+            None => panic!("chunk {c} is not in the table"),
+        };
+        let granules = &mut self.maps[ch.map].granules;
+        for g in &mut granules[ch.start as usize..(ch.start + ch.len) as usize] {
+            *g = NIL;
+        }
+        ch
+    }
+
+    /// The bytes of a chunk.
+    pub(super) fn bytes(&self, ch: &Chunk) -> u64 {
+        u64::from(ch.len) << self.shift
+    }
+
+    /// The oldest idle chunk.
+    pub(super) fn lru_head(&self) -> Option<u32> {
+        (self.lru_head != NIL).then_some(self.lru_head)
+    }
+
+    /// The idle chunk after `c` (younger).
+    pub(super) fn lru_next(&self, c: u32) -> Option<u32> {
+        let n = self.chunks[c].next;
+        (n != NIL).then_some(n)
+    }
+
+    /// Every chunk of the reservation `map`, by offset (for releasing a
+    /// whole reservation; not a hot path).
+    pub(super) fn chunks_of(&self, map: u32) -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        for &c in &self.maps[map].granules {
+            if c != NIL && out.last() != Some(&c) {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// The reservation of `map`.
+    pub(super) fn owner_of(&self, map: u32) -> u32 {
+        self.maps[map].owner
+    }
+
+    fn lru_push(&mut self, c: u32) {
+        let tail = self.lru_tail;
+        let ch = &mut self.chunks[c];
+        ch.in_lru = true;
+        ch.prev = tail;
+        ch.next = NIL;
+        if tail != NIL {
+            self.chunks[tail].next = c;
+        } else {
+            self.lru_head = c;
+        }
+        self.lru_tail = c;
+    }
+
+    fn lru_unlink(&mut self, c: u32) {
+        let ch = self.chunks[c];
+        if !ch.in_lru {
+            return;
+        }
+        if ch.prev != NIL {
+            self.chunks[ch.prev].next = ch.next;
+        } else {
+            self.lru_head = ch.next;
+        }
+        if ch.next != NIL {
+            self.chunks[ch.next].prev = ch.prev;
+        } else {
+            self.lru_tail = ch.prev;
+        }
+        let ch = &mut self.chunks[c];
+        ch.in_lru = false;
+        ch.prev = NIL;
+        ch.next = NIL;
+    }
+}

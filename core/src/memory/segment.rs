@@ -1,0 +1,526 @@
+//! Pages carved from reservations, over a storage with resizable pages
+//! (virtual memory): the manager reserves large address ranges, carves each
+//! pool's pages from them (best fit, neighbours coalesced), commits the
+//! chunks its pages need and decommits, in place and without a device
+//! synchronization, every chunk no page uses any more.
+//!
+//! The pools above do not change: a page is a page, wherever it comes from.
+//! What changes is what a page costs: pages share the driver's granules
+//! (a 3 MiB page and a 1 MiB page fill two granules, not three), growing
+//! costs one commit per chunk rather than one allocation per page, and
+//! giving memory back costs a decommit rather than a synchronizing free.
+//!
+//! How much to commit at once: the granules a new page needs, reaching
+//! ahead over the free space after it to at least the policy's commit step
+//! (a fraction of what the manager holds, so the number of commits grows
+//! with the logarithm of the memory, not with it); when trimming, never
+//! past the trim limit, so a new peak costs what the page needs and no more.
+//!
+//! When to give back: a chunk is decommitted as soon as no page uses it and
+//! decommitting is allowed (no capture window open on the manager, flushes
+//! not held for another stream's capture). Caching lives one level up, in
+//! the idle pages the policy keeps.
+
+use super::chunks::{ChunkTable, Moved};
+use super::error::{MemoryError, OomCause};
+use super::manager::MemoryManager;
+use super::rounding::{round_up, shr};
+use super::tlsf::SlicedEngine;
+use crate::arena::{Arena, NIL};
+use crate::platform::{ErrorKind, PageId, PlatformError, ResizableTerms, Storage};
+
+type Res<T, S> = Result<T, MemoryError<<S as Storage>::Error>>;
+
+/// One reserved address range.
+#[derive(Clone, Copy, Debug)]
+struct Reservation {
+    id: PageId,
+    size: u64,
+    /// The engine's block at offset 0.
+    first_block: u32,
+    /// The chunk map.
+    map: u32,
+    /// Pages carved from it.
+    pages: u32,
+    /// The lane it serves.
+    lane: u8,
+}
+
+/// The reservations of a manager and the chunks committed in them.
+#[derive(Debug)]
+pub(super) struct Segment {
+    terms: ResizableTerms,
+    /// Pages of at least this many bytes are large.
+    large: u64,
+    engines: [SlicedEngine; LANES],
+    reservations: Arena<Reservation>,
+    chunks: ChunkTable,
+}
+
+/// Where a carved page lives.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Carving {
+    /// The reservation's storage id.
+    pub id: PageId,
+    /// The page's offset in it.
+    pub offset: u64,
+    /// The reservation (index) and the engine's block.
+    pub reservation: u32,
+    pub block: u32,
+}
+
+/// Large pages are carved from reservations of their own (lane 1), the
+/// others share lane 0.
+const LANES: usize = 2;
+
+impl Segment {
+    /// Reservations of a storage with `terms`, pages aligned to `align`;
+    /// pages of at least `large_granules` granules are large.
+    pub(super) fn new(terms: ResizableTerms, align: u64, large_granules: u32) -> Self {
+        Self {
+            terms,
+            large: terms.granularity.saturating_mul(u64::from(large_granules)),
+            engines: [
+                SlicedEngine::new(align).best_fit(),
+                SlicedEngine::new(align).best_fit(),
+            ],
+            reservations: Arena::new(),
+            chunks: ChunkTable::new(terms.granularity),
+        }
+    }
+
+    /// Bytes one reservation spans by default: the storage's largest, at
+    /// most what a chunk map addresses, in whole granules.
+    fn reservation_size(&self) -> u64 {
+        let g = self.chunks.granule();
+        self.terms
+            .max_reservation
+            .min(self.chunks.max_reservation())
+            & !(g - 1)
+    }
+}
+
+impl<S: Storage> MemoryManager<S> {
+    fn seg(&self) -> &Segment {
+        match &self.segment {
+            Some(s) => s,
+            None => panic!("carved pages exist only over a resizable storage"),
+        }
+    }
+
+    fn seg_mut(&mut self) -> &mut Segment {
+        match &mut self.segment {
+            Some(s) => s,
+            None => panic!("carved pages exist only over a resizable storage"),
+        }
+    }
+
+    /// Carves a page of `bytes` and commits what it needs.
+    pub(super) fn carve_page(&mut self, bytes: u64, rounded: u64) -> Res<Carving, S> {
+        let lane = usize::from(bytes >= self.seg().large);
+        let c = match self.seg_mut().engines[lane].take(bytes) {
+            Some(c) => c,
+            None => {
+                self.add_reservation(bytes, rounded, lane)?;
+                match self.seg_mut().engines[lane].take(bytes) {
+                    Some(c) => c,
+                    None => return Err(MemoryError::InvalidSize { size: rounded }),
+                }
+            }
+        };
+        let r = self.seg().reservations[c.page];
+        let carving = Carving {
+            id: r.id,
+            offset: c.offset,
+            reservation: c.page,
+            block: c.block,
+        };
+        self.seg_mut().reservations[c.page].pages += 1;
+        if let Err(e) = self.back(carving, bytes, rounded) {
+            let now = self.books.reserves;
+            self.uncarve(carving, bytes, false, now);
+            return Err(e);
+        }
+        Ok(carving)
+    }
+
+    /// Gives a carved page back to its reservation; chunks it leaves
+    /// unused go idle with age `since` (decommitted under pressure, see
+    /// [`decommit_idle`](Self::decommit_idle)). `used`: the page's chunks
+    /// had counted it.
+    pub(super) fn uncarve(&mut self, c: Carving, bytes: u64, used: bool, since: u64) {
+        let now = since;
+        let seg = self.seg_mut();
+        let lane = usize::from(seg.reservations[c.reservation].lane);
+        seg.engines[lane].give(c.block);
+        seg.reservations[c.reservation].pages -= 1;
+        if used {
+            let map = seg.reservations[c.reservation].map;
+            let (lo, hi) = seg.chunks.span(c.offset, bytes);
+            seg.chunks.release_span(map, lo, hi, now);
+        }
+    }
+
+    /// A new reservation large enough for a page of `bytes`.
+    fn add_reservation(&mut self, bytes: u64, rounded: u64, lane: usize) -> Res<(), S> {
+        let g = self.seg().chunks.granule();
+        let Some(need) = round_up(bytes, g) else {
+            return Err(MemoryError::InvalidSize { size: rounded });
+        };
+        // A large page gets a reservation of its own, sized to it: it comes
+        // and goes whole, like a page from `alloc`, without a sync.
+        let size = if lane == 1 {
+            need
+        } else {
+            self.seg().reservation_size().max(need)
+        };
+        let id = match self.storage.reserve(size) {
+            Ok(id) => id,
+            Err(e) if e.kind() == ErrorKind::OutOfMemory => {
+                return Err(self.oom(rounded, OomCause::Storage(e)));
+            }
+            Err(source) => {
+                return Err(MemoryError::Storage {
+                    op: "reserve",
+                    source,
+                });
+            }
+        };
+        let seg = self.seg_mut();
+        let r = Reservation {
+            id,
+            size,
+            first_block: NIL,
+            map: NIL,
+            pages: 0,
+            lane: lane as u8,
+        };
+        let Ok(key) = seg.reservations.insert(r) else {
+            self.storage.dealloc(id);
+            return Err(self.oom(rounded, OomCause::PageLimit { limit: u32::MAX }));
+        };
+        let i = key.index;
+        let map = seg.chunks.add_map(i).unwrap_or(NIL);
+        let first = seg.engines[lane].add_page(i, size);
+        let r = &mut seg.reservations[i];
+        r.map = map;
+        r.first_block = first;
+        Ok(())
+    }
+
+    /// Commits what page `c` of `bytes` needs (and ahead of it, up to the
+    /// commit step); on failure the uses it took are given back.
+    fn back(&mut self, c: Carving, bytes: u64, rounded: u64) -> Res<(), S> {
+        let seg = self.seg();
+        let map = seg.reservations[c.reservation].map;
+        let (lo, hi) = seg.chunks.span(c.offset, bytes);
+        let seg = self.seg_mut();
+        let (_, gaps) = seg.chunks.use_span(map, lo, hi);
+        if gaps == 0 {
+            return Ok(());
+        }
+        let result = self.commit_gaps(c, bytes, rounded, (map, lo, hi), gaps);
+        if result.is_err() {
+            let now = self.books.reserves;
+            self.seg_mut().chunks.release_span(map, lo, hi, now);
+        }
+        result
+    }
+
+    fn commit_gaps(
+        &mut self,
+        c: Carving,
+        bytes: u64,
+        rounded: u64,
+        (map, lo, hi): (u32, u32, u32),
+        gaps: u32,
+    ) -> Res<(), S> {
+        let g = self.seg().chunks.granule();
+        let need = u64::from(gaps) * g;
+        if self.capture.is_recording() {
+            return Err(MemoryError::AllocationInCapture { bytes: need });
+        }
+        // How far the last commit may reach: over the free space after the
+        // page, to at least the commit step.
+        let page_end = c.offset + bytes;
+        let lane = usize::from(self.seg().reservations[c.reservation].lane);
+        let free_end = self.seg().engines[lane]
+            .free_end_after(c.block)
+            .unwrap_or(page_end);
+        let limit = free_end.div_ceil(g).min(u64::from(u32::MAX)) as u32;
+        let want = (self.commit_step(need) / g).min(u64::from(u32::MAX)) as u32;
+        if self.layout.policy().trim_before_grow && !self.capture.is_open() {
+            // Chunks no page uses go back (oldest first) while the commit
+            // would pass the trim limit.
+            let limit = self.trim_limit();
+            self.decommit_to_fit(need, limit)?;
+        }
+        // Granules the page shares with a neighbour (a partial first or
+        // last granule) get chunks of their own, so the page's own
+        // granules go back with it.
+        let first_partial = c.offset % g != 0;
+        let last_partial = page_end % g != 0;
+        let mut from = lo;
+        while let Some((g0, g1)) = self.seg().chunks.next_gap(map, from, hi) {
+            let end = if g1 == hi {
+                self.seg()
+                    .chunks
+                    .reach(map, g0, g1, limit.max(g1), want.max(g1 - g0))
+            } else {
+                g1
+            };
+            let mut pieces = [(g0, end); 3];
+            let mut n = 0;
+            let mut a = g0;
+            let mut b = end;
+            if self.layout.policy().split_boundaries {
+                if first_partial && a == lo && b - a > 1 {
+                    pieces[n] = (a, a + 1);
+                    n += 1;
+                    a += 1;
+                }
+                let tail = (last_partial && end == hi && b - a > 1).then(|| (b - 1, b));
+                if let Some(t) = tail {
+                    b -= 1;
+                    pieces[n] = (a, b);
+                    n += 1;
+                    pieces[n] = t;
+                    n += 1;
+                } else {
+                    pieces[n] = (a, b);
+                    n += 1;
+                }
+            } else {
+                n = 1;
+            }
+            for &(p0, p1) in &pieces[..n] {
+                self.commit_chunk(c.id, map, (p0, p1), rounded)?;
+            }
+            from = end;
+        }
+        Ok(())
+    }
+
+    /// The bytes a commit of `need` bytes may grow to: the policy's step (a
+    /// fraction of what is held), kept within the
+    /// trim limit when trimming.
+    fn commit_step(&self, need: u64) -> u64 {
+        let policy = self.layout.policy();
+        let held = self.books.reserved.saturating_add(self.books.pending);
+        let step = shr(held, policy.commit_step_shift);
+        if step <= need {
+            return need;
+        }
+        if policy.trim_before_grow {
+            let room = self.trim_limit().saturating_sub(held);
+            return step.min(room).max(need);
+        }
+        step
+    }
+
+    /// Commits granules `[g0, g1)` of `map` as one chunk used by one page.
+    fn commit_chunk(
+        &mut self,
+        id: PageId,
+        map: u32,
+        (g0, g1): (u32, u32),
+        rounded: u64,
+    ) -> Res<(), S> {
+        let g = self.seg().chunks.granule();
+        let bytes = u64::from(g1 - g0) * g;
+        let offset = u64::from(g0) * g;
+        self.commit_call(id, offset, bytes, rounded)?;
+        let now = self.books.reserves;
+        if self.seg_mut().chunks.add(map, g0, g1, 1, now).is_none() {
+            // The chunk table is full: give the memory straight back.
+            let _ = self.storage.decommit(id, offset, bytes);
+            return Err(self.oom(rounded, OomCause::PageLimit { limit: u32::MAX }));
+        }
+        self.books.commits += 1;
+        self.books.reserved += bytes;
+        self.books.committed += bytes;
+        Ok(())
+    }
+
+    /// One storage commit; on exhaustion (outside a capture window) every
+    /// idle page and chunk is given back and the commit retried once.
+    fn commit_call(&mut self, id: PageId, offset: u64, bytes: u64, rounded: u64) -> Res<(), S> {
+        let first = match self.storage.commit(id, offset, bytes) {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        if first.kind() != ErrorKind::OutOfMemory {
+            return Err(MemoryError::Storage {
+                op: "commit",
+                source: first,
+            });
+        }
+        if self.capture.is_open() {
+            return Err(self.oom(rounded, OomCause::Storage(first)));
+        }
+        self.release_idle(true)?;
+        self.flush()?;
+        match self.storage.commit(id, offset, bytes) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::OutOfMemory => {
+                Err(self.oom(rounded, OomCause::Storage(e)))
+            }
+            Err(source) => Err(MemoryError::Storage {
+                op: "commit",
+                source,
+            }),
+        }
+    }
+
+    /// Whether chunks may be decommitted now: never while a capture window
+    /// of this manager is open or flushes are held (a stream of the device
+    /// records a capture).
+    pub(super) fn may_decommit(&self) -> bool {
+        self.segment.is_some() && !self.flushes_held && !self.capture.is_open()
+    }
+
+    /// Decommits every chunk no page uses, when allowed; returns what went
+    /// back. On a storage error the chunk stays committed (and counted).
+    pub(super) fn decommit_idle(&mut self) -> Res<Moved, S> {
+        self.decommit_idle_while(|_| true)
+    }
+
+    /// Decommits chunks no page uses that went idle at reserve count
+    /// `cutoff` or earlier.
+    pub(super) fn decommit_idle_since(&mut self, cutoff: u64) -> Res<Moved, S> {
+        let mut moved = Moved::default();
+        while self.may_decommit() {
+            let Some(c) = self.seg().chunks.lru_head() else {
+                break;
+            };
+            if self.seg().chunks.chunk(c).idle_since > cutoff {
+                break;
+            }
+            let m = self.decommit_one(c)?;
+            moved.chunks += m.chunks;
+            moved.bytes += m.bytes;
+        }
+        Ok(moved)
+    }
+
+    /// Decommits idle chunks, oldest first, while `more` says so.
+    fn decommit_idle_while(&mut self, mut more: impl FnMut(&Self) -> bool) -> Res<Moved, S> {
+        let mut moved = Moved::default();
+        while self.may_decommit() && more(self) {
+            let Some(c) = self.seg().chunks.lru_head() else {
+                break;
+            };
+            let m = self.decommit_one(c)?;
+            moved.chunks += m.chunks;
+            moved.bytes += m.bytes;
+        }
+        Ok(moved)
+    }
+
+    /// Decommits idle chunks until a commit of `need` bytes fits under
+    /// `limit`: among the oldest few, the smallest that covers what is
+    /// missing (else the largest), so a small excess does not cost a large
+    /// chunk that would have to be committed again.
+    fn decommit_to_fit(&mut self, need: u64, limit: u64) -> Res<(), S> {
+        const LOOK: usize = 32;
+        while self.may_decommit() {
+            let held = self.books.reserved + self.books.pending;
+            let excess = (held + need).saturating_sub(limit);
+            if excess == 0 {
+                break;
+            }
+            let chunks = &self.seg().chunks;
+            let mut best: Option<(u32, u64)> = None;
+            let mut largest: Option<(u32, u64)> = None;
+            let mut next = chunks.lru_head();
+            for _ in 0..LOOK {
+                let Some(c) = next else {
+                    break;
+                };
+                let bytes = chunks.bytes(chunks.chunk(c));
+                if bytes >= excess && best.is_none_or(|b| bytes < b.1) {
+                    best = Some((c, bytes));
+                }
+                if largest.is_none_or(|b| bytes > b.1) {
+                    largest = Some((c, bytes));
+                }
+                next = chunks.lru_next(c);
+            }
+            let Some((c, _)) = best.or(largest) else {
+                break;
+            };
+            self.decommit_one(c)?;
+        }
+        Ok(())
+    }
+
+    fn decommit_one(&mut self, c: u32) -> Res<Moved, S> {
+        let mut moved = Moved::default();
+        {
+            let seg = self.seg();
+            let ch = *seg.chunks.chunk(c);
+            let bytes = seg.chunks.bytes(&ch);
+            let offset = u64::from(ch.start) * seg.chunks.granule();
+            let id = seg.reservations[seg.chunks.owner_of(ch.map)].id;
+            self.storage
+                .decommit(id, offset, bytes)
+                .map_err(|source| MemoryError::Storage {
+                    op: "decommit",
+                    source,
+                })?;
+            self.seg_mut().chunks.remove(c);
+            self.books.decommits += 1;
+            self.books.reserved -= bytes;
+            self.books.committed -= bytes;
+            moved.chunks += 1;
+            moved.bytes += bytes;
+            // A large page's own reservation goes with its last chunk.
+            let owner = self.seg().chunks.owner_of(ch.map);
+            let r = self.seg().reservations[owner];
+            if r.lane == 1 && r.pages == 0 && self.seg().chunks.chunks_of(r.map).is_empty() {
+                let seg = self.seg_mut();
+                seg.engines[1].remove_page(r.first_block);
+                seg.chunks.remove_map(r.map);
+                seg.reservations.remove_at(owner);
+                self.storage.dealloc(r.id);
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Releases every reservation no page is carved from (after
+    /// [`decommit_idle`](Self::decommit_idle)); returns how many.
+    pub(super) fn release_empty_reservations(&mut self) -> u64 {
+        if !self.may_decommit() {
+            return 0;
+        }
+        let mut released = 0;
+        let mut i = 0;
+        loop {
+            let seg = self.seg();
+            let Some((key, r)) = seg.reservations.iter().nth(i) else {
+                break;
+            };
+            let r = *r;
+            if r.pages != 0 || !seg.chunks.chunks_of(r.map).is_empty() {
+                i += 1;
+                continue;
+            }
+            let seg = self.seg_mut();
+            seg.engines[usize::from(r.lane)].remove_page(r.first_block);
+            seg.chunks.remove_map(r.map);
+            seg.reservations.remove(key);
+            self.storage.dealloc(r.id);
+            released += 1;
+        }
+        released
+    }
+
+    /// Bytes of address space reserved for carved pages (0 over a storage
+    /// without resizable pages).
+    pub fn address_space(&self) -> u64 {
+        self.segment
+            .as_ref()
+            .map_or(0, |s| s.reservations.iter().map(|(_, r)| r.size).sum())
+    }
+}

@@ -1,0 +1,214 @@
+//! Resizable pages on the mock: a device whose pools carve their pages from
+//! reservations, commits and decommits in place, the stream-ordered rule of
+//! decommit (queued work that still touches the bytes is a hazard), no
+//! commit inside a capture, and faults on commit and decommit.
+
+mod common;
+
+use common::*;
+use streamcore::device::{Device, DeviceConfig};
+use streamcore::platform::{ErrorKind, GraphCapture, Platform, PlatformError, Storage};
+use streamcore::stream::StreamId;
+use streamcore_mock::fault::{FaultInjector, FaultPlan, Site};
+use streamcore_mock::{Call, HazardKind, MemoryKind, MockConfig, MockPlatform};
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+
+fn config(seed: u64) -> MockConfig {
+    MockConfig::default()
+        .seed(seed)
+        .total_memory(256 * MIB)
+        .virtual_memory(64 * KIB)
+}
+
+#[test]
+fn the_storage_commits_and_decommits_chunks_of_a_reservation() {
+    let mut r = rig(config(3));
+    let g = r
+        .dev
+        .terms()
+        .resizable
+        .expect("virtual memory is on")
+        .granularity;
+    assert_eq!(g, 64 * KIB);
+    let page = r.dev.reserve(16 * g).unwrap();
+    assert_eq!(
+        r.mock.memory_used(MemoryKind::Device),
+        0,
+        "addresses cost nothing"
+    );
+    r.dev.commit(page, 0, 4 * g).unwrap();
+    assert_eq!(r.mock.memory_used(MemoryKind::Device), 4 * g);
+    // Off the granularity, over a committed chunk, past the reservation.
+    for (o, l) in [(1, g), (2 * g, 4 * g), (15 * g, 2 * g)] {
+        let e = r.dev.commit(page, o, l).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidValue, "{o}+{l}");
+    }
+    let mut s = r.stream();
+    let k = r.kernel("fill");
+    let bytes = dr(page, 0, 4 * g);
+    r.mock
+        .launch(&mut s, &k, fill_dims(9), &[write(bytes)])
+        .unwrap();
+    assert_eq!(r.download(&mut s, dr(page, 0, 16)), vec![9; 4]);
+    // Bytes not committed cannot be touched.
+    assert!(
+        r.mock
+            .launch(&mut s, &k, fill_dims(1), &[write(dr(page, 4 * g, 16))])
+            .is_err()
+    );
+    assert!(
+        r.dev.decommit(page, 0, 2 * g).is_err(),
+        "not one earlier commit"
+    );
+    r.dev.decommit(page, 0, 4 * g).unwrap();
+    assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
+    r.mock.assert_no_hazards();
+    r.dev.dealloc(page);
+    r.dev.flush().unwrap();
+}
+
+#[test]
+fn decommitting_bytes_queued_work_still_touches_is_a_hazard() {
+    let mut r = rig(config(5).lazy());
+    let page = r.dev.reserve(4 * 64 * KIB).unwrap();
+    r.dev.commit(page, 0, 64 * KIB).unwrap();
+    let mut s = r.stream();
+    let k = r.kernel("fill");
+    r.mock
+        .launch(&mut s, &k, fill_dims(4), &[write(dr(page, 0, 256))])
+        .unwrap();
+    assert_eq!(r.mock.queued(&s), 1, "the launch is still queued");
+    r.dev.decommit(page, 0, 64 * KIB).unwrap();
+    let h = r.mock.take_hazards();
+    assert_eq!(h.len(), 1, "{h:#?}");
+    assert_eq!(h[0].kind, HazardKind::UseAfterFree);
+    assert_eq!(h[0].bytes.unwrap().len, 256);
+}
+
+#[test]
+fn nothing_is_committed_or_decommitted_while_a_capture_is_open() {
+    let mut r = rig(config(7));
+    let page = r.dev.reserve(4 * 64 * KIB).unwrap();
+    r.dev.commit(page, 0, 64 * KIB).unwrap();
+    let mut s = r.stream();
+    r.mock.begin_capture(&mut s).unwrap();
+    let e = r.dev.commit(page, 64 * KIB, 64 * KIB).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::CaptureUnsupported);
+    let e = r.dev.decommit(page, 0, 64 * KIB).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::CaptureUnsupported);
+    assert_eq!(
+        r.mock.memory_used(MemoryKind::Device),
+        64 * KIB,
+        "nothing changed"
+    );
+    assert!(
+        r.mock.end_capture(&mut s).is_err(),
+        "the capture was invalidated"
+    );
+}
+
+/// A device over the mock with virtual memory: buffers of every pool,
+/// kernels, reads, frees through the drop queues, cleanup: the right bytes,
+/// no hazard (no decommit of bytes queued work still touches), and the
+/// pages really come from reservations.
+#[test]
+fn a_device_runs_over_resizable_pages_without_hazards() {
+    for seed in 0..8 {
+        let mock = MockPlatform::with_config(config(seed)).unwrap();
+        register_kernels(&mock);
+        let device = Device::new(mock, DeviceConfig::default()).unwrap();
+        let s0 = StreamId(0);
+        let s1 = StreamId(1);
+        let add = device
+            .load_kernel(&streamcore::platform::KernelSource {
+                name: "add",
+                source: "",
+                bindings: 3,
+            })
+            .unwrap();
+        for round in 0..6u32 {
+            let n = 1000 + 3000 * round as usize;
+            let a = device.upload(s0, &bytes_of(&vec![round; n])).unwrap();
+            let b = device.upload(s1, &bytes_of(&vec![2; n])).unwrap();
+            let out = device.alloc(s0, (n * 4) as u64).unwrap();
+            let big = device.alloc(s1, (3 + round as u64) * MIB).unwrap();
+            let _launched = device
+                .launch(
+                    s0,
+                    add,
+                    streamcore::platform::LaunchDims::linear(1, 64),
+                    &[a.read(), b.read(), out.write()],
+                    &[],
+                )
+                .unwrap();
+            let got = device.read(s0, &out).unwrap();
+            assert_eq!(
+                got,
+                bytes_of(&vec![round + 2; n]),
+                "seed {seed} round {round}"
+            );
+            drop((a, b, out, big));
+        }
+        device.sync_all().unwrap();
+        device.cleanup().unwrap();
+        device.with_platform(|m| {
+            m.assert_no_hazards();
+            let calls = m.calls();
+            let reservations = calls
+                .iter()
+                .filter(|c| {
+                    matches!(
+                        c,
+                        Call::Alloc {
+                            memory: MemoryKind::Device,
+                            size: 0,
+                            ..
+                        }
+                    )
+                })
+                .count();
+            assert!(reservations >= 2, "one reservation per stream at least");
+            assert!(
+                calls.iter().any(|c| matches!(
+                    c,
+                    Call::Dealloc {
+                        memory: MemoryKind::Device,
+                        ..
+                    }
+                )),
+                "cleanup decommitted in place"
+            );
+        });
+    }
+}
+
+#[test]
+fn faults_on_commit_and_decommit_are_typed() {
+    let mock = MockPlatform::with_config(config(1)).unwrap();
+    register_kernels(&mock);
+    let f = FaultInjector::new(
+        mock,
+        FaultPlan::new().fail_nth(Site::DeviceAlloc, 2, ErrorKind::OutOfMemory),
+    );
+    let mut dev = f.device_storage().unwrap();
+    let page = dev.reserve(8 * 64 * KIB).unwrap();
+    let e = dev.commit(page, 0, 64 * KIB).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutOfMemory);
+    dev.commit(page, 0, 64 * KIB).unwrap();
+    f.add_rule(streamcore_mock::fault::Rule {
+        site: Site::Flush,
+        trigger: streamcore_mock::fault::Trigger::Nth(1),
+        effect: streamcore_mock::fault::Effect::Fail(ErrorKind::Other),
+    });
+    let e = dev.decommit(page, 0, 64 * KIB).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Other);
+    assert_eq!(
+        f.inner().memory_used(MemoryKind::Device),
+        64 * KIB,
+        "still committed"
+    );
+    dev.decommit(page, 0, 64 * KIB).unwrap();
+    assert_eq!(f.inner().memory_used(MemoryKind::Device), 0);
+}

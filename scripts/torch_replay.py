@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Replay allocation traces through PyTorch's CUDA allocator on a GPU.
+
+The PyTorch side of `streamcore replay --platform hip`: the same traces,
+the same two passes, the same columns.
+
+Each alloc event becomes `torch.empty(size, dtype=torch.uint8)` on a
+`torch.cuda.Stream` of its own per trace stream; each free drops the
+tensor (no `record_stream`: a replay frees where it allocated, so the
+caching allocator reuses the block at once, as streamcore's pools do).
+
+- timed pass: the events with nothing else in the loop, then one device
+  synchronization; wall time in milliseconds.
+- memory pass: the same events again from an emptied allocator, reading
+  `torch.cuda.mem_get_info()` after every event; peak used = the most device
+  memory in use as the driver reports it (total - free), above what was in
+  use before the pass, over the trace's own peak live bytes.
+
+`--touch` queues a 64 KiB write (`zero_()` of the first 64 KiB) on each new
+allocation, so frees and the allocator's reuse meet queued work.
+
+The allocator is chosen by PYTORCH_CUDA_ALLOC_CONF, which PyTorch reads once
+per process; `--allocator all` (the default) runs this script once per
+allocator in a child process:
+
+    default            (unset)
+    expandable         expandable_segments:True
+    async              backend:cudaMallocAsync
+
+Usage:
+    scripts/torch_replay.py [--allocator all|default|expandable|async] [--touch] TRACE...
+
+Output: one line per trace and allocator, with a header line:
+    trace allocator touch wall_ms driver_calls peak_used peak_live ratio
+`driver_calls` is the allocator's device allocations + frees when PyTorch
+reports them (`num_device_alloc` + `num_device_free`), else `-`.
+
+Standard library and torch only. Exit status 0 when every replay ran.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+
+ALLOCATORS = {
+    "default": None,
+    "expandable": "expandable_segments:True",
+    "async": "backend:cudaMallocAsync",
+}
+
+TOUCH_BYTES = 64 * 1024
+COLUMNS = "trace allocator touch wall_ms driver_calls peak_used peak_live ratio"
+
+
+def load(path):
+    """(name, events, peak_live): events are (op, id, size, stream) tuples."""
+    opener = gzip.open if path.endswith(".gz") else open
+    events = []
+    header = {}
+    live = {}
+    cur = 0
+    peak = 0
+    with opener(path, "rt") as f:
+        for n, line in enumerate(f):
+            line = line.strip()
+            if not line:
+                continue
+            obj = json.loads(line)
+            if n == 0 and "header" in obj:
+                header = obj["header"]
+                continue
+            if obj["op"] == "alloc":
+                size = int(obj["size"])
+                events.append((0, obj["id"], size, int(obj.get("stream", 0))))
+                live[obj["id"]] = size
+                cur += size
+                peak = max(peak, cur)
+            elif obj["op"] == "free":
+                if obj["id"] not in live:
+                    raise ValueError(f"{path}: free of unknown id {obj['id']} at line {n + 1}")
+                cur -= live.pop(obj["id"])
+                events.append((1, obj["id"], 0, 0))
+    name = os.path.basename(path)
+    for suffix in (".gz", ".jsonl"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return header.get("workload") or name, events, peak
+
+
+def replay(torch, events, streams, touch, sample):
+    """Runs the events; returns (wall seconds, peak used above the start)."""
+    device = torch.device("cuda")
+    live = {}
+    current = None
+    peak = 0
+    base = 0
+    if sample:
+        free, total = torch.cuda.mem_get_info()
+        base = total - free
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for op, ident, size, stream in events:
+        if op == 0:
+            s = streams[stream]
+            if s is not current:
+                torch.cuda.set_stream(s)
+                current = s
+            t = torch.empty(size, dtype=torch.uint8, device=device)
+            if touch:
+                t[: min(size, TOUCH_BYTES)].zero_()
+            live[ident] = t
+        else:
+            del live[ident]
+        if sample:
+            free, total = torch.cuda.mem_get_info()
+            peak = max(peak, total - free - base)
+    torch.cuda.synchronize()
+    wall = time.perf_counter() - start
+    live.clear()
+    torch.cuda.set_stream(torch.cuda.default_stream())
+    return wall, peak
+
+
+def run_in_process(args):
+    try:
+        import torch
+    except ImportError:
+        print("SKIPPED: PyTorch is not installed", file=sys.stderr)
+        return 0
+    if not torch.cuda.is_available():
+        print("SKIPPED: no CUDA device", file=sys.stderr)
+        return 0
+    torch.cuda.init()
+    torch.empty(1, device="cuda")  # context and allocator up before any measurement
+    ok = True
+    for path in args.traces:
+        try:
+            name, events, peak_live = load(path)
+        except (OSError, ValueError) as e:
+            print(f"torch_replay: {path}: {e}", file=sys.stderr)
+            ok = False
+            continue
+        nstreams = 1 + max((e[3] for e in events if e[0] == 0), default=0)
+        streams = [torch.cuda.Stream() for _ in range(nstreams)]
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_stats()
+        wall, _ = replay(torch, events, streams, args.touch, sample=False)
+        after = torch.cuda.memory_stats()
+        calls = "-"
+        if "num_device_alloc" in after and "num_device_free" in after:
+            calls = str(
+                after["num_device_alloc"] - before.get("num_device_alloc", 0)
+                + after["num_device_free"] - before.get("num_device_free", 0)
+            )
+        torch.cuda.empty_cache()
+        torch.cuda.synchronize()
+        _, peak_used = replay(torch, events, streams, args.touch, sample=True)
+        torch.cuda.empty_cache()
+        ratio = peak_used / peak_live if peak_live else 0.0
+        print(
+            f"{name} torch-{args.allocator} {'yes' if args.touch else 'no'} {wall * 1e3:.1f} "
+            f"{calls} {peak_used} {peak_live} {ratio:.4f}",
+            flush=True,
+        )
+    return 0 if ok else 1
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--allocator", choices=["all", *ALLOCATORS], default="all")
+    p.add_argument("--touch", action="store_true", help="write 64 KiB into each new allocation")
+    p.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("traces", nargs="+", metavar="TRACE")
+    args = p.parse_args()
+    if not args.no_header:
+        print(COLUMNS, flush=True)
+    if args.allocator != "all":
+        conf = ALLOCATORS[args.allocator]
+        want = conf or ""
+        have = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+        if have != want:
+            # PyTorch reads the variable once: start over with it set.
+            env = dict(os.environ)
+            if conf is None:
+                env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+            else:
+                env["PYTORCH_CUDA_ALLOC_CONF"] = conf
+            cmd = [sys.executable, __file__, "--no-header", "--allocator", args.allocator]
+            cmd += ["--touch"] if args.touch else []
+            return subprocess.call(cmd + args.traces, env=env)
+        return run_in_process(args)
+    status = 0
+    for name in ALLOCATORS:
+        cmd = [sys.executable, __file__, "--no-header", "--allocator", name]
+        cmd += ["--touch"] if args.touch else []
+        rc = subprocess.call(cmd + args.traces)
+        status = status or rc
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
