@@ -79,6 +79,7 @@ impl<T> Arena<T> {
 
     /// Stores `value`, reusing the most recently vacated entry. Hands the
     /// value back when every index is taken (2^32 − 1 values).
+    #[inline]
     pub(crate) fn insert(&mut self, value: T) -> Result<Key, T> {
         if self.vacant != NIL {
             let index = self.vacant;
@@ -155,6 +156,7 @@ impl<T> Arena<T> {
 
     /// Removes the value of a live key; the key (and every copy of it)
     /// becomes stale.
+    #[inline]
     pub(crate) fn remove(&mut self, key: Key) -> Option<T> {
         let e = self.entries.get_mut(key.index as usize)?;
         if e.generation != key.generation {
@@ -169,9 +171,15 @@ impl<T> Arena<T> {
     }
 
     /// Removes the value at `index`, whatever its generation.
+    #[inline]
     pub(crate) fn remove_at(&mut self, index: u32) -> Option<T> {
-        let key = self.key_at(index)?;
-        self.remove(key)
+        let e = self.entries.get_mut(index as usize)?;
+        let value = e.value.take()?;
+        e.generation = e.generation.wrapping_add(1);
+        e.next_vacant = self.vacant;
+        self.vacant = index;
+        self.len -= 1;
+        Some(value)
     }
 
     /// Removes every value; every key becomes stale. Keeps the entries'

@@ -11,7 +11,7 @@ use std::time::Instant;
 use streamcore::memory::{LayoutPreset, MemoryLayout};
 use streamcore::platform::DeviceProperties;
 use streamcore_mock::replay::{
-    ReplayOptions, ReplayReport, ReplayTarget, StreamcoreTarget, Trace, replay,
+    DriverModel, ReplayOptions, ReplayReport, ReplayTarget, StreamcoreTarget, Trace, replay,
 };
 
 use cubecl_server::memory_management::MemoryConfiguration;
@@ -109,8 +109,11 @@ fn main() {
                 r.storage.peak_unreleased as f64 / r.peak_live as f64
             );
         };
+        // Both sides count exact bytes (the pools' own books), as CubeCL's
+        // counting storage does: the driver's granularity is not modelled here.
         let ours = best_of(&trace, runs, || {
             StreamcoreTarget::new(MemoryLayout::for_device(&props), ALIGNMENT)
+                .with_model(DriverModel::Books)
         });
         row("streamcore (default)", &ours);
         let ours_excl = best_of(&trace, runs, || {
@@ -118,6 +121,7 @@ fn main() {
                 MemoryLayout::preset(LayoutPreset::ExclusivePages, &props),
                 ALIGNMENT,
             )
+            .with_model(DriverModel::Books)
         });
         row("streamcore (exclusive)", &ours_excl);
         let adaptive = best_of(&trace, runs, || {

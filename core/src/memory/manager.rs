@@ -271,7 +271,7 @@ impl<S: Storage> MemoryManager<S> {
     pub(super) fn slot(&self, h: SliceHandle) -> Result<&Slot, MemoryError<S::Error>> {
         self.slots
             .get(slots::key(h))
-            .ok_or(MemoryError::StaleHandle(h))
+            .ok_or_else(|| MemoryError::StaleHandle(h))
     }
 
     /// The bytes of a live slice.
@@ -352,8 +352,11 @@ impl<S: Storage> MemoryManager<S> {
                 }
             }
         };
-        let p = self.pages[page];
-        let held = if block == NIL { p.size } else { rounded };
+        let (page_id, page_offset, page_size) = {
+            let p = &self.pages[page];
+            (p.id, p.offset, p.size)
+        };
+        let held = if block == NIL { page_size } else { rounded };
         let stats = &mut self.pools[pool].stats;
         stats.in_use += size;
         stats.padding += held - size;
@@ -361,8 +364,8 @@ impl<S: Storage> MemoryManager<S> {
         self.books.live += size;
         self.books.peak_live = self.books.peak_live.max(self.books.live);
         let range = DeviceRange {
-            page: p.id,
-            offset: p.offset + offset,
+            page: page_id,
+            offset: page_offset + offset,
             len: size,
         };
         let window = if self.capture.is_open() { WINDOW } else { 0 };
@@ -459,11 +462,9 @@ impl<S: Storage> MemoryManager<S> {
         if s.holds != 0 {
             return;
         }
-        let s = match self.slots.remove_at(index) {
-            Some(s) => s,
-            None => return,
-        };
-        self.give_back(&s);
+        if let Some(s) = self.slots.remove_at(index) {
+            self.give_back(&s);
+        }
     }
 
     /// Gives a slice's bytes back to its pool.

@@ -2,7 +2,7 @@
 //! (virtual memory): the manager reserves large address ranges, carves each
 //! pool's pages from them (best fit, neighbours coalesced), commits the
 //! chunks its pages need and decommits, in place and without a device
-//! synchronization, every chunk no page uses any more.
+//! synchronization, chunks no page uses when the memory is needed.
 //!
 //! The pools above do not change: a page is a page, wherever it comes from.
 //! What changes is what a page costs: pages share the driver's granules
@@ -16,10 +16,14 @@
 //! with the logarithm of the memory, not with it); when trimming, never
 //! past the trim limit, so a new peak costs what the page needs and no more.
 //!
-//! When to give back: a chunk is decommitted as soon as no page uses it and
-//! decommitting is allowed (no capture window open on the manager, flushes
-//! not held for another stream's capture). Caching lives one level up, in
-//! the idle pages the policy keeps.
+//! When to give back: a chunk no page uses stays committed (a page carved
+//! over it later costs no call) until a commit would pass the trim limit
+//! (then the oldest idle chunks go, the smallest that covers the excess
+//! first), until it has been idle for the periodic-release period, or until
+//! `cleanup` or an out-of-memory retry; never while a capture window is open
+//! on the manager or flushes are held for another stream's capture. Pages
+//! of at least `large_page_granules` live in reservations of their own,
+//! given back whole with their last chunk.
 
 use super::chunks::{ChunkTable, Moved};
 use super::error::{MemoryError, OomCause};

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
 
 use streamcore::hash::FxHashMap;
-use streamcore::platform::{ErrorKind, PageId, PlatformError, Storage, StorageTerms};
+use streamcore::platform::{CallCost, ErrorKind, PageId, PlatformError, Storage, StorageTerms};
 
 use super::driver_model::{DriverModel, H200};
 
@@ -243,6 +243,8 @@ pub struct CountingStorage {
     accounting: Accounting,
     alignment: u64,
     terms: StorageTerms,
+    /// What an alloc or release of a packed page costs.
+    packed_cost: CallCost,
     next_id: u64,
     live: FxHashMap<u64, Held>,
     /// Pages (and ranges) deallocated: (direct, packed) bytes to let go.
@@ -258,7 +260,9 @@ impl CountingStorage {
 
     /// A storage charging the H200's terms of `model`.
     pub fn with_model(accounting: Accounting, alignment: u64, model: DriverModel) -> Self {
-        Self::with_terms(accounting, alignment, model.terms(&H200, alignment))
+        let mut s = Self::with_terms(accounting, alignment, model.terms(&H200, alignment));
+        s.packed_cost = H200.packed;
+        s
     }
 
     /// A storage charging `terms`, pages aligned to `alignment`.
@@ -273,6 +277,7 @@ impl CountingStorage {
             accounting,
             alignment,
             terms,
+            packed_cost: terms.costs.alloc,
             next_id: 1,
             live: FxHashMap::default(),
             pending: Vec::new(),
@@ -339,7 +344,12 @@ impl Storage for CountingStorage {
             return Err(Self::refuse(ErrorKind::OutOfMemory, size));
         }
         b.allocs += 1;
-        b.driver_ns = b.driver_ns.saturating_add(self.terms.costs.alloc.of(size));
+        let cost = if packed > 0 {
+            self.packed_cost
+        } else {
+            self.terms.costs.alloc
+        };
+        b.driver_ns = b.driver_ns.saturating_add(cost.of(size));
         drop(b);
         let id = self.id();
         self.live.insert(
@@ -381,10 +391,13 @@ impl Storage for CountingStorage {
         }
         for (direct, packed) in self.pending.drain(..) {
             b.uncharge(direct, packed);
+            let cost = if packed > 0 {
+                self.packed_cost
+            } else {
+                self.terms.costs.release
+            };
             if direct + packed > 0 {
-                b.driver_ns = b
-                    .driver_ns
-                    .saturating_add(self.terms.costs.release.of(direct + packed));
+                b.driver_ns = b.driver_ns.saturating_add(cost.of(direct + packed));
             }
         }
         Ok(())

@@ -25,6 +25,9 @@ pub struct DriverTable {
     pub malloc: CallCost,
     /// `hipFree` (by size); it synchronizes the device.
     pub free: CallCost,
+    /// `hipMalloc` or `hipFree` of a packed page (at most `pack_limit`)
+    /// while the driver's shared chunk has room: a sub-allocation.
+    pub packed: CallCost,
     /// `hipMemAddressReserve` + `hipMemAddressFree` of one range.
     pub reserve: CallCost,
     /// `hipMemCreate` + `hipMemMap` + `hipMemSetAccess` of one chunk.
@@ -48,13 +51,17 @@ pub struct DriverTable {
 /// for queued work); reserving a range 1–5 µs whatever its size;
 /// `hipMemGetAllocationGranularity` 2 MiB. What `hipMalloc` charges
 /// (`hipMemGetInfo` before and after): above 1 MiB whole 2 MiB units, at or
-/// below 1 MiB packed (4 KiB … 512 KiB exact).
+/// below 1 MiB packed (4 KiB … 512 KiB exact). Packed calls: 7 µs, fitted to
+/// issue 11's Llama replay on the H200 (28 ms of driver time for 1,952
+/// `hipMalloc` and as many `hipFree` of packed pages); `calibrate.c`'s 65 µs
+/// is a pair that maps and unmaps the shared chunk each time.
 pub const H200: DriverTable = DriverTable {
     alignment: 256,
     granularity: 2 * MIB,
     pack_limit: MIB,
     malloc: CallCost::new(65_000, 1_200),
     free: CallCost::new(58_000, 700),
+    packed: CallCost::new(7_000, 0),
     reserve: CallCost::new(5_000, 0),
     commit: CallCost::new(55_000, 1_500),
     decommit: CallCost::new(44_000, 1_000),
