@@ -14,7 +14,7 @@
 use std::hint::black_box;
 
 use divan::Bencher;
-use streamcore::device::{Buffer, Device, DeviceConfig, KernelId, Launched};
+use streamcore::device::{Buffer, Device, DeviceConfig, KernelId, Launched, RawLock, SpinLock};
 use streamcore::memory::{MemoryLayout, MemoryManager};
 use streamcore::null::{Null, NullStorage};
 use streamcore::platform::{KernelSource, LaunchDims, Platform};
@@ -36,12 +36,14 @@ fn main() {
     divan::main();
 }
 
+/// A device on the default lock (`StdLock` when anything in the build
+/// enables the `std` feature, as the workspace's other crates do).
 fn device() -> Device<Null> {
     Device::new(Null, DeviceConfig::with_streams(2)).unwrap()
 }
 
 /// A kernel taking `bindings` bindings (the info buffer included).
-fn kernel(d: &Device<Null>, bindings: usize) -> KernelId {
+fn kernel<L: RawLock>(d: &Device<Null, L>, bindings: usize) -> KernelId {
     d.load_kernel(&KernelSource {
         name: "k",
         source: "",
@@ -51,15 +53,15 @@ fn kernel(d: &Device<Null>, bindings: usize) -> KernelId {
 }
 
 /// One launch over three buffers, its info words served by the cache.
-struct Launch {
-    d: Device<Null>,
+struct Launch<L: RawLock> {
+    d: Device<Null, L>,
     k: KernelId,
     bufs: [Buffer; 3],
 }
 
-impl Launch {
+impl<L: RawLock> Launch<L> {
     fn new() -> Self {
-        let d = device();
+        let d = Device::<_, L>::with_lock(Null, DeviceConfig::with_streams(2)).unwrap();
         let k = kernel(&d, 4);
         let bufs = [0; 3].map(|_| d.alloc(S0, 4096).unwrap());
         Self { d, k, bufs }
@@ -129,7 +131,14 @@ fn alloc_drop(d: &Device<Null>, size: u64) {
 /// One launch with three buffers and its info words served by the cache.
 #[divan::bench]
 fn launch_3_buffers_info_hit(b: Bencher<'_, '_>) {
-    let l = Launch::new();
+    let l = Launch::<streamcore::device::DefaultLock>::new();
+    b.bench_local(|| l.run());
+}
+
+/// The same on the spin lock (the default without `std`).
+#[divan::bench]
+fn launch_3_buffers_info_hit_spinlock(b: Bencher<'_, '_>) {
+    let l = Launch::<SpinLock>::new();
     b.bench_local(|| l.run());
 }
 
@@ -187,7 +196,11 @@ fn alloc_use_drop_poll_1mib(b: Bencher<'_, '_>) {
 fn profile(name: &str, iters: u64) {
     match name {
         "launch_3_buffers_info_hit" => {
-            let l = Launch::new();
+            let l = Launch::<streamcore::device::DefaultLock>::new();
+            (0..iters).for_each(|_| l.run());
+        }
+        "launch_3_buffers_info_hit_spinlock" => {
+            let l = Launch::<SpinLock>::new();
             (0..iters).for_each(|_| l.run());
         }
         "cross_stream_handoff" => {
