@@ -124,7 +124,7 @@ fn manager_pair(m: &mut MemoryManager<NullStorage>, size: u64) {
     m.free(h).unwrap();
 }
 
-fn alloc_drop(d: &Device<Null>, size: u64) {
+fn alloc_drop<L: RawLock>(d: &Device<Null, L>, size: u64) {
     drop(black_box(d.alloc(S0, size).unwrap()));
 }
 
@@ -153,6 +153,13 @@ fn cross_stream_handoff(b: Bencher<'_, '_>) {
 #[divan::bench]
 fn alloc_drop_1mib(b: Bencher<'_, '_>) {
     let d = device();
+    b.bench_local(|| alloc_drop(&d, MIB));
+}
+
+/// The same on the spin lock.
+#[divan::bench]
+fn alloc_drop_1mib_spinlock(b: Bencher<'_, '_>) {
+    let d = Device::<_, SpinLock>::with_lock(Null, DeviceConfig::with_streams(2)).unwrap();
     b.bench_local(|| alloc_drop(&d, MIB));
 }
 
@@ -209,6 +216,10 @@ fn profile(name: &str, iters: u64) {
         }
         "alloc_drop_1mib" => {
             let d = device();
+            (0..iters).for_each(|_| alloc_drop(&d, MIB));
+        }
+        "alloc_drop_1mib_spinlock" => {
+            let d = Device::<_, SpinLock>::with_lock(Null, DeviceConfig::with_streams(2)).unwrap();
             (0..iters).for_each(|_| alloc_drop(&d, MIB));
         }
         "manager_reserve_free_1mib" => {
