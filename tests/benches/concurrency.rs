@@ -103,8 +103,13 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn quantile(sorted: &[Duration], q: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * q) as usize]
+/// The `q` quantile of `sorted`; `or` when there is none (no launch went
+/// through at all).
+fn quantile(sorted: &[Duration], q: f64, or: Duration) -> Duration {
+    match sorted.len() {
+        0 => or,
+        n => sorted[((n - 1) as f64 * q) as usize],
+    }
 }
 
 /// Launch latency on stream 1 while another thread loops 20 ms syncs of
@@ -147,11 +152,13 @@ where
         timer.join().unwrap();
         syncer.join().unwrap();
         lat.sort();
+        // No launch at all: the whole trial was one wait.
+        let all = Duration::from_secs_f64(s.secs);
         trials.push((
             n,
-            quantile(&lat, 0.5),
-            quantile(&lat, 0.999),
-            *lat.last().unwrap(),
+            quantile(&lat, 0.5, all),
+            quantile(&lat, 0.999, all),
+            quantile(&lat, 1.0, all),
             rig.p.syncs(),
         ));
     }
@@ -237,7 +244,7 @@ where
         };
         let (_, lat) = rig.launch_until(StreamId(1), &stop, true);
         timer.join().unwrap();
-        lat.into_iter().max().unwrap().as_secs_f64()
+        lat.into_iter().max().unwrap_or_default().as_secs_f64()
     });
     Duration::from_secs_f64(median(worst.collect()))
 }
