@@ -308,7 +308,6 @@ fn fill(stream: u8, out: u8, k: u8) -> Op {
 /// reused the slice and the queued copy overwrote it (the mock reports
 /// `HostWritePending`; a later read returns the first buffer's bytes).
 #[test]
-#[ignore = "issue 14 item 1: fails until the core fix lands"]
 fn a_read_whose_synchronize_fails_keeps_its_staging_bytes() {
     run(Program {
         config: cfg14(0),
@@ -329,7 +328,6 @@ fn a_read_whose_synchronize_fails_keeps_its_staging_bytes() {
 
 /// Issue 14 item 1, the same through a failing event record inside the read.
 #[test]
-#[ignore = "issue 14 item 1: fails until the core fix lands"]
 fn a_read_whose_record_fails_keeps_its_staging_bytes() {
     run(Program {
         config: cfg14(0),
@@ -353,7 +351,6 @@ fn a_read_whose_record_fails_keeps_its_staging_bytes() {
 /// with their bytes from before the window, unclaimed. They are claimed by
 /// the failure that doomed the window; rewriting clears it.
 #[test]
-#[ignore = "issue 14 item 2: fails until the core fix lands"]
 fn a_window_refused_for_a_failure_claims_its_outputs() {
     run(Program {
         config: cfg14(0),
@@ -381,7 +378,6 @@ fn a_window_refused_for_a_failure_claims_its_outputs() {
 
 /// Issue 14 item 2, a window doomed by an allocation inside the capture.
 #[test]
-#[ignore = "issue 14 item 2: fails until the core fix lands"]
 fn a_window_refused_for_an_allocation_claims_its_outputs() {
     run(Program {
         config: cfg14(0),
@@ -405,7 +401,6 @@ fn a_window_refused_for_an_allocation_claims_its_outputs() {
 /// fails (the platform still stops capturing) refuses the window and claims
 /// what its recorded launches would have written.
 #[test]
-#[ignore = "issue 14 item 2: fails until the core fix lands"]
 fn a_window_whose_end_capture_fails_claims_its_outputs() {
     run(Program {
         config: cfg14(0),
@@ -434,7 +429,6 @@ fn a_window_whose_end_capture_fails_claims_its_outputs() {
 /// Issue 14 item 3: a kernel id of another device launched here ran this
 /// device's kernel with the same index.
 #[test]
-#[ignore = "issue 14 item 3: fails until the core fix lands"]
 fn a_kernel_id_of_another_device_is_refused() {
     run(Program {
         config: cfg14(0),
@@ -454,7 +448,6 @@ fn a_kernel_id_of_another_device_is_refused() {
 /// Issue 14 item 3: `failure_of` skipped the device check: a healthy buffer
 /// of another device, asked here, named one of this device's failures.
 #[test]
-#[ignore = "issue 14 item 3: fails until the core fix lands"]
 fn failure_of_another_devices_buffer_is_none() {
     run(Program {
         config: cfg14(0),
@@ -476,7 +469,6 @@ fn failure_of_another_devices_buffer_is_none() {
 /// Issue 14 item 4: `empty(stream, 0)` gave a buffer nothing claimed
 /// (reading it said "buffer has no memory", not the reservation report).
 #[test]
-#[ignore = "issue 14 item 4: fails until the core fix lands"]
 fn an_empty_buffer_of_zero_bytes_is_claimed() {
     run(Program {
         config: cfg14(0),
@@ -531,7 +523,6 @@ fn odd_page_sizes_of_the_platform_are_typed_errors() {
 /// Issue 14 item 6: a stream count past the bound was accepted (and
 /// `u16::MAX` streams aborted the process allocating streams² words).
 #[test]
-#[ignore = "issue 14 item 6: fails until the core fix lands"]
 fn stream_counts_past_the_bound_are_refused() {
     for declared in [12, 13, 14] {
         run(Program {

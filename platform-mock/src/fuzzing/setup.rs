@@ -23,7 +23,7 @@ use super::program::Config;
 /// The most streams a device may be given (the core's bound on
 /// `DeviceConfig::streams`); counts past it must be refused with a typed
 /// error.
-pub const STREAM_BOUND: u16 = 1024;
+pub const STREAM_BOUND: u16 = streamcore::device::MAX_STREAMS;
 
 /// Device memory the mock really has when the reported figure is not tight.
 const MOCK_MEMORY: u64 = 1 << 30;
