@@ -90,14 +90,15 @@ impl Setup {
             properties,
             sane_properties,
             mock_memory,
-            // A quarter of the sane runs. (The mock holds a page's bytes in
-            // one buffer, reservations included: the reservations adversarial
-            // properties and layouts ask for, of up to 2^56 bytes, abort the
-            // process on their first write.)
+            // A quarter of the sane runs, in 2 MiB granules (as HIP's
+            // virtual memory on the GPUs we run). (The mock holds a page's
+            // bytes in one buffer, reservations included: the reservations
+            // adversarial properties and layouts ask for, of up to 2^56
+            // bytes, abort the process on their first write.)
             virtual_memory: (config.device / 16 % 4 == 3
                 && sane_properties
                 && config.layout % 16 <= 5)
-                .then_some(64 * KIB),
+                .then_some(2 * MIB),
             layout_pick: config.layout,
             seed: config.seed,
             flush,
