@@ -189,3 +189,38 @@ fn info_words_are_staged_with_one_host_write() {
     d.sync_all().unwrap();
     assert_no_hazards(&d);
 }
+
+/// The staging pool follows the configured layout: a small device sized
+/// with a small layout uploads and reads 16 bytes (the staging pool used
+/// the default GPU layout — 1 MiB pages and up — whatever the config said,
+/// and ran out of pinned memory).
+#[test]
+fn a_small_device_stages_through_its_own_layout() {
+    use streamcore::memory::{MemoryLayout, MemoryPolicy, PoolSpec};
+    let config = MockConfig::default()
+        .seed(7)
+        .total_memory(1 << 20)
+        .max_page_size(64 << 10)
+        .host_memory(256 << 10);
+    let mock = MockPlatform::with_config(config).unwrap();
+    kernels::register_mock(&mock);
+    let layout = MemoryLayout::new(
+        &[
+            PoolSpec::small(4 << 10, 1 << 10),
+            PoolSpec::exclusive(64 << 10),
+        ],
+        256,
+        MemoryPolicy::default(),
+    )
+    .unwrap();
+    let d = Device::new(
+        FaultInjector::new(mock, FaultPlan::new()),
+        DeviceConfig::with_streams(1).layout(layout),
+    )
+    .unwrap();
+    let b = d.upload(S0, &[7u8; 16]).unwrap();
+    assert_eq!(d.read(S0, &b).unwrap(), [7u8; 16]);
+    drop(b);
+    d.sync_all().unwrap();
+    assert_no_hazards(&d);
+}

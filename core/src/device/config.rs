@@ -14,6 +14,10 @@ pub struct DeviceConfig {
     pub streams: u16,
     /// Pool layout of every stream; `None`: chosen from the device's properties.
     pub layout: Option<MemoryLayout>,
+    /// Pool layout of the pinned-host staging pool; `None`: `layout` when
+    /// that is set (a device sized for small memory stages small too),
+    /// otherwise chosen from the device's properties.
+    pub staging_layout: Option<MemoryLayout>,
     /// Drop-queue flush thresholds; `None`: the preset for the device kind
     /// (discrete or integrated).
     pub flush: Option<FlushPolicy>,
@@ -26,6 +30,7 @@ impl Default for DeviceConfig {
         Self {
             streams: 4,
             layout: None,
+            staging_layout: None,
             flush: None,
             info_cache: CachePolicy::default(),
         }
@@ -47,9 +52,16 @@ impl DeviceConfig {
         self
     }
 
-    /// Sets the pool layout of every stream.
+    /// Sets the pool layout of every stream (and of the staging pool,
+    /// unless [`staging_layout`](Self::staging_layout) sets its own).
     pub fn layout(mut self, layout: MemoryLayout) -> Self {
         self.layout = Some(layout);
+        self
+    }
+
+    /// Sets the pool layout of the pinned-host staging pool.
+    pub fn staging_layout(mut self, layout: MemoryLayout) -> Self {
+        self.staging_layout = Some(layout);
         self
     }
 }

@@ -128,14 +128,24 @@ impl<P: Platform, L: RawLock> Device<P, L> {
         config.check()?;
         let props = platform.properties();
         let flush = config.flush.unwrap_or(FlushPolicy::for_device(&props));
-        let layout = config
-            .layout
-            .clone()
-            .unwrap_or_else(|| MemoryLayout::for_device(&props));
+        // A layout from properties the pools cannot honour (an alignment
+        // past `MAX_ALIGNMENT`) is refused here, not at the first reserve.
+        let from_props = || {
+            MemoryLayout::try_for_device(&props)
+                .map_err(|e| Error::Memory(crate::memory::MemoryError::Layout(e)))
+        };
+        let layout = match &config.layout {
+            Some(l) => l.clone(),
+            None => from_props()?,
+        };
+        let staging = match (&config.staging_layout, &config.layout) {
+            (Some(l), _) | (None, Some(l)) => l.clone(),
+            (None, None) => layout.clone(),
+        };
         let host_storage = platform
             .host_storage()
             .map_err(|e| Error::platform("host_storage", e))?;
-        let host = MemoryManager::new(host_storage, MemoryLayout::for_device(&props));
+        let host = MemoryManager::new(host_storage, staging);
         let id = next_device_id().ok_or_else(|| {
             Error::InvalidArgument("device ids exhausted: this 32-bit target created 2^32 devices")
         })?;

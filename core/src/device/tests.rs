@@ -72,3 +72,37 @@ fn the_info_memo_keeps_the_cache_lru_order() {
     assert_eq!(launch(3), (5, 5)); // 3 was evicted
     assert_eq!(d.info_census(StreamId(0)).unwrap().entries, 2);
 }
+
+/// A device on `LocalLock` (a `RefCell`: one context) runs the whole API;
+/// nothing takes one of its locks twice (a `RefCell` would panic).
+#[test]
+fn a_single_context_device_runs_on_local_lock() {
+    use super::{Launched, LocalLock};
+    use crate::platform::{KernelSource, LaunchDims};
+    let d = Device::<_, LocalLock>::with_lock(Null, DeviceConfig::with_streams(2)).unwrap();
+    let k = d
+        .load_kernel(&KernelSource {
+            name: "k",
+            source: "",
+            bindings: 3,
+        })
+        .unwrap();
+    let (s0, s1) = (StreamId(0), StreamId(1));
+    let a = d.upload(s1, &[1, 2, 3, 4]).unwrap();
+    let b = d.alloc(s0, 4).unwrap();
+    let dims = LaunchDims::linear(1, 4);
+    let run = || d.launch(s0, k, dims, &[a.read(), b.write()], &[4]).unwrap();
+    assert_eq!(run(), Launched::Queued);
+    assert_eq!(d.read(s0, &b).unwrap().len(), 4);
+    d.with_platform(|_| d.sync(s1)).unwrap();
+    d.prepare(s0).unwrap();
+    assert_eq!(run(), Launched::Queued);
+    d.begin_capture(s0).unwrap();
+    assert_eq!(run(), Launched::Queued);
+    let g = d.end_capture(s0).unwrap();
+    assert_eq!(d.replay(&g).unwrap(), Launched::Queued);
+    drop((a, b, g));
+    d.sync_all().unwrap();
+    let c = d.census();
+    assert_eq!((c.buffers, c.graphs, c.deferred), (0, 0, 0));
+}
