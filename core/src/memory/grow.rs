@@ -6,6 +6,7 @@ use super::error::{MemoryError, OomCause};
 use super::manager::MemoryManager;
 use super::pages::Page;
 use super::pool::Engine;
+use super::progress::Progress;
 use super::rounding::round_class;
 use super::segment::Carving;
 use crate::platform::{ErrorKind, PageId, PlatformError, Storage};
@@ -33,7 +34,12 @@ impl<S: Storage> MemoryManager<S> {
     }
 
     /// Makes room for and allocates a page of the pool; returns its index.
-    pub(super) fn grow(&mut self, pool: usize, rounded: u64) -> Result<u32, MemoryError<S::Error>> {
+    pub(super) fn grow(
+        &mut self,
+        pool: usize,
+        rounded: u64,
+        progress: &mut dyn Progress,
+    ) -> Result<u32, MemoryError<S::Error>> {
         let Some(bytes) = self.page_bytes(pool, rounded) else {
             return Err(MemoryError::InvalidSize { size: rounded });
         };
@@ -45,7 +51,7 @@ impl<S: Storage> MemoryManager<S> {
         }
         self.check_limits(pool, bytes, rounded)?;
         let placed = if self.segment.is_some() {
-            Placed::Carved(self.carve_page(bytes, rounded)?)
+            Placed::Carved(self.carve_page(bytes, rounded, progress)?)
         } else {
             Placed::Own(self.alloc_page(bytes, rounded)?)
         };

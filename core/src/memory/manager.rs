@@ -10,6 +10,7 @@ use super::handle::{AllocationMode, SliceHandle};
 use super::layout::{LayoutError, MAX_ALIGNMENT, MemoryLayout, PoolKind};
 use super::pages::PageTable;
 use super::pool::{Engine, Pool};
+use super::progress::{NoWait, Progress};
 use super::report::MemoryReport;
 use super::rounding::{round_class, round_up, shr};
 use super::segment::Segment;
@@ -57,6 +58,12 @@ pub(super) struct Books {
     /// Chunks committed and decommitted in place so far.
     pub commits: u64,
     pub decommits: u64,
+    /// Frees in stream order: the highest cursor one named, and the
+    /// highest cursor the stream is known to have completed.
+    pub fence: u64,
+    pub completed: u64,
+    /// Times a reserve waited for the stream before giving memory back.
+    pub waits: u64,
 }
 
 impl Books {
@@ -321,6 +328,31 @@ impl<S: Storage> MemoryManager<S> {
         &mut self,
         size: u64,
     ) -> Result<(SliceHandle, DeviceRange), MemoryError<S::Error>> {
+        self.reserve_inner(size, &mut NoWait)
+    }
+
+    /// Reserves `size` bytes as [`reserve`](Self::reserve) does, for a
+    /// caller that frees in stream order
+    /// ([`free_ordered`](Self::free_ordered)): where giving idle memory back
+    /// (to stay under the trim limit, or before an out-of-memory retry)
+    /// must first wait for the stream to complete the work that last
+    /// touched it, `progress` is asked to wait rather than the manager
+    /// growing. [`reserve`](Self::reserve) never waits: it grows instead,
+    /// and gives that memory back once [`complete`](Self::complete) says
+    /// the stream got there.
+    pub fn reserve_ordered(
+        &mut self,
+        size: u64,
+        progress: &mut dyn Progress,
+    ) -> Result<(SliceHandle, DeviceRange), MemoryError<S::Error>> {
+        self.reserve_inner(size, progress)
+    }
+
+    fn reserve_inner(
+        &mut self,
+        size: u64,
+        progress: &mut dyn Progress,
+    ) -> Result<(SliceHandle, DeviceRange), MemoryError<S::Error>> {
         if let Some(e) = self.broken {
             return Err(MemoryError::Layout(e));
         }
@@ -338,7 +370,7 @@ impl<S: Storage> MemoryManager<S> {
         let (page, block, offset) = match self.take(pool, rounded) {
             Some(t) => t,
             None => {
-                let page = self.grow(pool, rounded)?;
+                let page = self.grow(pool, rounded, progress)?;
                 match self.pools[pool].engine {
                     // The fresh page is the only free block large enough.
                     Engine::Sliced(_) => match self.take(pool, rounded) {
@@ -443,6 +475,71 @@ impl<S: Storage> MemoryManager<S> {
         }
         self.drop_hold(h.index, OWNER);
         Ok(())
+    }
+
+    /// Frees a slice in stream order: work queued on this manager's stream
+    /// up to `cursor` may still touch it, and no other stream's queued work
+    /// does. Its bytes go back to the pool at once (unless a capture window
+    /// or a graph pin still holds the slice), to serve later work of the
+    /// same stream, which runs after that cursor; only giving them back to
+    /// the storage (decommitting a chunk they lie in) waits until
+    /// [`complete`](Self::complete) says the stream got past `cursor`.
+    ///
+    /// The caller orders any *other* stream's first use of a slice this
+    /// manager hands out after [`reuse_cursor`](Self::reuse_cursor) (at the
+    /// time of the reserve) on this stream, as with the driver's
+    /// stream-ordered allocations. Over a storage without resizable pages a
+    /// page handed back goes through `dealloc` and `flush`, which let queued
+    /// work finish (the storage contract), so nothing waits.
+    pub fn free_ordered(
+        &mut self,
+        h: SliceHandle,
+        cursor: u64,
+    ) -> Result<(), MemoryError<S::Error>> {
+        let s = self.slot(h)?;
+        if s.holds & OWNER == 0 {
+            return Err(MemoryError::AlreadyFreed(h));
+        }
+        if cursor > self.books.fence {
+            self.books.fence = cursor;
+            if let Some(seg) = &mut self.segment {
+                seg.set_fence(cursor);
+            }
+        }
+        self.drop_hold(h.index, OWNER);
+        Ok(())
+    }
+
+    /// Tells the manager that its stream has completed every command up to
+    /// `cursor` (a smaller value than one told before changes nothing).
+    /// Idle memory freed in stream order up to it may now be given back.
+    pub fn complete(&mut self, cursor: u64) {
+        self.books.completed = self.books.completed.max(cursor);
+    }
+
+    /// The highest cursor [`complete`](Self::complete) was told.
+    pub fn completed(&self) -> u64 {
+        self.books.completed
+    }
+
+    /// The highest cursor a free in stream order named: a slice handed out
+    /// now may share bytes with work queued up to it.
+    pub fn reuse_cursor(&self) -> u64 {
+        self.books.fence
+    }
+
+    /// The cursor the stream must complete before every idle chunk may be
+    /// given back, when some must wait (`None` when none does).
+    pub fn awaiting(&self) -> Option<u64> {
+        let fence = self.segment.as_ref()?.youngest_idle_fence()?;
+        (fence > self.books.completed).then_some(fence)
+    }
+
+    /// Times a reserve waited for the stream (through
+    /// [`reserve_ordered`](Self::reserve_ordered)'s `progress`) before
+    /// giving memory back.
+    pub fn waits(&self) -> u64 {
+        self.books.waits
     }
 
     /// Releases a graph's pin on a slice returned by

@@ -78,6 +78,7 @@ mod manager;
 mod pages;
 mod pool;
 mod priming;
+mod progress;
 mod release;
 mod report;
 mod rounding;
@@ -93,4 +94,5 @@ pub use layout::{
     MemoryLayout, MemoryPolicy, PoolKind, PoolSpec,
 };
 pub use manager::{MAX_REQUEST, MemoryManager, Released};
+pub use progress::{NoWait, Progress};
 pub use report::{HumanBytes, MemoryReport, PoolReport};

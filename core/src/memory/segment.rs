@@ -28,6 +28,7 @@
 use super::chunks::{ChunkTable, Moved};
 use super::error::{MemoryError, OomCause};
 use super::manager::MemoryManager;
+use super::progress::Progress;
 use super::rounding::{round_up, shr};
 use super::tlsf::SlicedEngine;
 use crate::arena::{Arena, NIL};
@@ -102,6 +103,23 @@ impl Segment {
             .min(self.chunks.max_reservation())
             & !(g - 1)
     }
+
+    /// The fence of the youngest idle chunk (the highest, the LRU being
+    /// ordered by fence).
+    pub(super) fn youngest_idle_fence(&self) -> Option<u64> {
+        let c = self.chunks.lru_tail()?;
+        Some(self.chunks.chunk(c).fence)
+    }
+
+    /// Reservations held.
+    pub(super) fn reservation_count(&self) -> usize {
+        self.reservations.len()
+    }
+
+    /// Raises the fence chunks going idle from now on must wait for.
+    pub(super) fn set_fence(&mut self, cursor: u64) {
+        self.chunks.fence = self.chunks.fence.max(cursor);
+    }
 }
 
 impl<S: Storage> MemoryManager<S> {
@@ -120,7 +138,12 @@ impl<S: Storage> MemoryManager<S> {
     }
 
     /// Carves a page of `bytes` and commits what it needs.
-    pub(super) fn carve_page(&mut self, bytes: u64, rounded: u64) -> Res<Carving, S> {
+    pub(super) fn carve_page(
+        &mut self,
+        bytes: u64,
+        rounded: u64,
+        progress: &mut dyn Progress,
+    ) -> Res<Carving, S> {
         let lane = usize::from(bytes >= self.seg().large);
         let c = match self.seg_mut().engines[lane].take(bytes) {
             Some(c) => c,
@@ -140,7 +163,7 @@ impl<S: Storage> MemoryManager<S> {
             block: c.block,
         };
         self.seg_mut().reservations[c.page].pages += 1;
-        if let Err(e) = self.back(carving, bytes, rounded) {
+        if let Err(e) = self.back(carving, bytes, rounded, progress) {
             let now = self.books.reserves;
             self.uncarve(carving, bytes, false, now);
             return Err(e);
@@ -214,7 +237,13 @@ impl<S: Storage> MemoryManager<S> {
 
     /// Commits what page `c` of `bytes` needs (and ahead of it, up to the
     /// commit step); on failure the uses it took are given back.
-    fn back(&mut self, c: Carving, bytes: u64, rounded: u64) -> Res<(), S> {
+    fn back(
+        &mut self,
+        c: Carving,
+        bytes: u64,
+        rounded: u64,
+        progress: &mut dyn Progress,
+    ) -> Res<(), S> {
         let seg = self.seg();
         let map = seg.reservations[c.reservation].map;
         let (lo, hi) = seg.chunks.span(c.offset, bytes);
@@ -223,7 +252,7 @@ impl<S: Storage> MemoryManager<S> {
         if gaps == 0 {
             return Ok(());
         }
-        let result = self.commit_gaps(c, bytes, rounded, (map, lo, hi), gaps);
+        let result = self.commit_gaps(c, bytes, rounded, (map, lo, hi), gaps, progress);
         if result.is_err() {
             let now = self.books.reserves;
             self.seg_mut().chunks.release_span(map, lo, hi, now);
@@ -238,6 +267,7 @@ impl<S: Storage> MemoryManager<S> {
         rounded: u64,
         (map, lo, hi): (u32, u32, u32),
         gaps: u32,
+        progress: &mut dyn Progress,
     ) -> Res<(), S> {
         let g = self.seg().chunks.granule();
         let need = u64::from(gaps) * g;
@@ -257,7 +287,7 @@ impl<S: Storage> MemoryManager<S> {
             // Chunks no page uses go back (oldest first) while the commit
             // would pass the trim limit.
             let limit = self.trim_limit();
-            self.decommit_to_fit(need, limit)?;
+            self.decommit_to_fit(need, limit, progress)?;
         }
         // Granules the page shares with a neighbour (a partial first or
         // last granule) get chunks of their own, so the page's own
@@ -298,7 +328,7 @@ impl<S: Storage> MemoryManager<S> {
                 n = 1;
             }
             for &(p0, p1) in &pieces[..n] {
-                self.commit_chunk(c.id, map, (p0, p1), rounded)?;
+                self.commit_chunk(c.id, map, (p0, p1), rounded, progress)?;
             }
             from = end;
         }
@@ -329,11 +359,12 @@ impl<S: Storage> MemoryManager<S> {
         map: u32,
         (g0, g1): (u32, u32),
         rounded: u64,
+        progress: &mut dyn Progress,
     ) -> Res<(), S> {
         let g = self.seg().chunks.granule();
         let bytes = u64::from(g1 - g0) * g;
         let offset = u64::from(g0) * g;
-        self.commit_call(id, offset, bytes, rounded)?;
+        self.commit_call(id, offset, bytes, rounded, progress)?;
         let now = self.books.reserves;
         if self.seg_mut().chunks.add(map, g0, g1, 1, now).is_none() {
             // The chunk table is full: give the memory straight back.
@@ -348,7 +379,14 @@ impl<S: Storage> MemoryManager<S> {
 
     /// One storage commit; on exhaustion (outside a capture window) every
     /// idle page and chunk is given back and the commit retried once.
-    fn commit_call(&mut self, id: PageId, offset: u64, bytes: u64, rounded: u64) -> Res<(), S> {
+    fn commit_call(
+        &mut self,
+        id: PageId,
+        offset: u64,
+        bytes: u64,
+        rounded: u64,
+        progress: &mut dyn Progress,
+    ) -> Res<(), S> {
         let first = match self.storage.commit(id, offset, bytes) {
             Ok(()) => return Ok(()),
             Err(e) => e,
@@ -361,6 +399,10 @@ impl<S: Storage> MemoryManager<S> {
         }
         if self.capture.is_open() {
             return Err(self.oom(rounded, OomCause::Storage(first)));
+        }
+        // Idle memory still waiting for the stream is worth a wait here.
+        if let Some(cursor) = self.awaiting() {
+            self.wait_for(cursor, progress);
         }
         self.release_idle(true)?;
         self.flush()?;
@@ -397,7 +439,8 @@ impl<S: Storage> MemoryManager<S> {
             let Some(c) = self.seg().chunks.lru_head() else {
                 break;
             };
-            if self.seg().chunks.chunk(c).idle_since > cutoff {
+            let ch = self.seg().chunks.chunk(c);
+            if ch.idle_since > cutoff || ch.fence > self.books.completed {
                 break;
             }
             let m = self.decommit_one(c)?;
@@ -414,6 +457,10 @@ impl<S: Storage> MemoryManager<S> {
             let Some(c) = self.seg().chunks.lru_head() else {
                 break;
             };
+            if self.seg().chunks.chunk(c).fence > self.books.completed {
+                // The rest of the LRU waits for the stream too.
+                break;
+            }
             let m = self.decommit_one(c)?;
             moved.chunks += m.chunks;
             moved.bytes += m.bytes;
@@ -424,8 +471,15 @@ impl<S: Storage> MemoryManager<S> {
     /// Decommits idle chunks until a commit of `need` bytes fits under
     /// `limit`: among the oldest few, the smallest that covers what is
     /// missing (else the largest), so a small excess does not cost a large
-    /// chunk that would have to be committed again.
-    fn decommit_to_fit(&mut self, need: u64, limit: u64) -> Res<(), S> {
+    /// chunk that would have to be committed again. Chunks whose fence the
+    /// stream has not completed are taken only after `progress` waited for
+    /// it; if it cannot, the commit passes the limit.
+    fn decommit_to_fit(
+        &mut self,
+        need: u64,
+        limit: u64,
+        progress: &mut dyn Progress,
+    ) -> Res<(), S> {
         const LOOK: usize = 32;
         while self.may_decommit() {
             let held = self.books.reserved + self.books.pending;
@@ -433,29 +487,64 @@ impl<S: Storage> MemoryManager<S> {
             if excess == 0 {
                 break;
             }
+            let completed = self.books.completed;
             let chunks = &self.seg().chunks;
-            let mut best: Option<(u32, u64)> = None;
-            let mut largest: Option<(u32, u64)> = None;
+            // (chunk, bytes) over the fenced chunks, and over all of them.
+            let mut best = [None::<(u32, u64)>; 2];
+            let mut largest = [None::<(u32, u64)>; 2];
             let mut next = chunks.lru_head();
             for _ in 0..LOOK {
                 let Some(c) = next else {
                     break;
                 };
-                let bytes = chunks.bytes(chunks.chunk(c));
-                if bytes >= excess && best.is_none_or(|b| bytes < b.1) {
-                    best = Some((c, bytes));
-                }
-                if largest.is_none_or(|b| bytes > b.1) {
-                    largest = Some((c, bytes));
+                let ch = chunks.chunk(c);
+                let bytes = chunks.bytes(ch);
+                let scopes: &[usize] = if ch.fence <= completed { &[0, 1] } else { &[1] };
+                for &k in scopes {
+                    if bytes >= excess && best[k].is_none_or(|b| bytes < b.1) {
+                        best[k] = Some((c, bytes));
+                    }
+                    if largest[k].is_none_or(|b| bytes > b.1) {
+                        largest[k] = Some((c, bytes));
+                    }
                 }
                 next = chunks.lru_next(c);
             }
-            let Some((c, _)) = best.or(largest) else {
+            // The smallest chunk that covers the excess, else the largest;
+            // fenced ones first, then one the caller waits for.
+            let mut pick = None;
+            for (fenced, any) in [(best[0], best[1]), (largest[0], largest[1])] {
+                if let Some((c, _)) = fenced {
+                    pick = Some(c);
+                    break;
+                }
+                if let Some((c, _)) = any {
+                    let fence = self.seg().chunks.chunk(c).fence;
+                    if self.wait_for(fence, progress) {
+                        pick = Some(c);
+                        break;
+                    }
+                }
+            }
+            let Some(c) = pick else {
                 break;
             };
             self.decommit_one(c)?;
         }
         Ok(())
+    }
+
+    /// Asks `progress` to wait until the stream completed `cursor`; whether
+    /// it did.
+    pub(super) fn wait_for(&mut self, cursor: u64, progress: &mut dyn Progress) -> bool {
+        match progress.wait(cursor) {
+            Some(done) => {
+                self.books.waits += 1;
+                self.complete(done);
+                done >= cursor
+            }
+            None => false,
+        }
     }
 
     fn decommit_one(&mut self, c: u32) -> Res<Moved, S> {

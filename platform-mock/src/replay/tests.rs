@@ -569,3 +569,40 @@ fn the_driver_model_holds_its_figures_per_trace() {
     }
     assert_eq!(got, expected);
 }
+
+/// The same traces freed in stream order, as `streamcore replay --platform
+/// hip --touch` frees them (each allocation touched by one command on its
+/// stream): the figures of the default route are the untouched ones, the
+/// managers waiting for their stream a few times before giving memory back
+/// instead of fencing every free.
+#[test]
+fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
+    let props = DeviceProperties {
+        total_memory: 141_000_000_000,
+        max_page_size: 141_000_000_000 / 4,
+        alignment: 256,
+        integrated: false,
+    };
+    // (trace, ratio x 1e4, commits, decommits, waits)
+    let expected: [(&str, u64, u64, u64, u64); 4] = [
+        ("gpt2_train", 10293, 214, 14, 5),
+        ("resnet50_train", 10048, 123, 0, 0),
+        ("llama_decode", 10174, 79, 0, 0),
+        ("two_stream_pipeline", 10062, 9, 0, 0),
+    ];
+    let mut got = Vec::new();
+    for &(name, ..) in &expected {
+        let trace = Trace::load(dir.join(std::format!("{name}.jsonl.gz"))).unwrap();
+        let mut t = StreamcoreTarget::new(MemoryLayout::for_device(&props), 256).ordered();
+        let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
+        got.push((
+            name,
+            (r.ratio() * 1e4).round() as u64,
+            r.storage.commits,
+            r.storage.decommits,
+            t.waits(),
+        ));
+    }
+    assert_eq!(got, expected);
+}
