@@ -413,7 +413,7 @@ fn main() {
     // 4 MiB of shared RAM, two streams. The streams' pools are sized for a
     // small device: 4 KiB pages carved into slices up to 1 KiB, larger
     // requests in pages of their own (the default layout assumes a GPU and
-    // starts at 1 MiB pages; the staging pool still uses it).
+    // starts at 1 MiB pages). The staging pool follows this layout too.
     let layout = MemoryLayout::new(
         &[
             PoolSpec::small(4 << 10, 1 << 10),

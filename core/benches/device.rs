@@ -1,78 +1,231 @@
 //! The device's own bookkeeping per operation, on the null platform (every
 //! platform call returns at once): what `Device` adds on top of a driver.
+//! The shapes are those the H200 comparison (`device_vs_hip`) measures:
+//! a launch with its info words cached, a two-stream hand-off (the core
+//! places the wait), and `Device::alloc` + drop beside the bare
+//! `MemoryManager` reserve + free it wraps.
 //!
 //! `cargo bench -p streamcore --bench device`
+//!
+//! With `PROFILE=<bench name>` the binary instead runs that bench's body
+//! `ITERS` times (default 100 000) in a plain loop, for a profiler:
+//! `PROFILE=launch_3_buffers_info_hit valgrind --tool=callgrind target/release/deps/device-*`
 
 use std::hint::black_box;
 
 use divan::Bencher;
-use streamcore::device::{Device, DeviceConfig, KernelId, Launched};
-use streamcore::null::Null;
-use streamcore::platform::{KernelSource, LaunchDims};
+use streamcore::device::{Buffer, Device, DeviceConfig, KernelId, Launched, RawLock, SpinLock};
+use streamcore::memory::{MemoryLayout, MemoryManager};
+use streamcore::null::{Null, NullStorage};
+use streamcore::platform::{KernelSource, LaunchDims, Platform};
 use streamcore::stream::StreamId;
-
-fn main() {
-    divan::main();
-}
 
 const S0: StreamId = StreamId(0);
 const S1: StreamId = StreamId(1);
+const MIB: u64 = 1 << 20;
 
-fn device() -> (Device<Null>, KernelId) {
-    let d = Device::new(Null, DeviceConfig::with_streams(2)).unwrap();
-    let k = d
-        .load_kernel(&KernelSource {
-            name: "k",
-            source: "",
-            bindings: 3,
-        })
-        .unwrap();
-    (d, k)
+fn main() {
+    if let Ok(name) = std::env::var("PROFILE") {
+        let iters = std::env::var("ITERS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100_000);
+        profile(&name, iters);
+        return;
+    }
+    divan::main();
+}
+
+/// A device on the default lock (`StdLock` when anything in the build
+/// enables the `std` feature, as the workspace's other crates do).
+fn device() -> Device<Null> {
+    Device::new(Null, DeviceConfig::with_streams(2)).unwrap()
+}
+
+/// A kernel taking `bindings` bindings (the info buffer included).
+fn kernel<L: RawLock>(d: &Device<Null, L>, bindings: usize) -> KernelId {
+    d.load_kernel(&KernelSource {
+        name: "k",
+        source: "",
+        bindings,
+    })
+    .unwrap()
+}
+
+/// One launch over three buffers, its info words served by the cache.
+struct Launch<L: RawLock> {
+    d: Device<Null, L>,
+    k: KernelId,
+    bufs: [Buffer; 3],
+}
+
+impl<L: RawLock> Launch<L> {
+    fn new() -> Self {
+        let d = Device::<_, L>::with_lock(Null, DeviceConfig::with_streams(2)).unwrap();
+        let k = kernel(&d, 4);
+        let bufs = [0; 3].map(|_| d.alloc(S0, 4096).unwrap());
+        Self { d, k, bufs }
+    }
+
+    fn run(&self) {
+        let b = &self.bufs;
+        let r = self.d.launch(
+            S0,
+            self.k,
+            LaunchDims::linear(4, 256),
+            &[b[0].read(), b[1].read(), b[2].write()],
+            black_box(&[1024, 7]),
+        );
+        assert_eq!(r.unwrap(), Launched::Queued);
+    }
+}
+
+/// A producer launch on stream 1 and a consumer launch on stream 0: the
+/// consumer needs one event wait each time (the two-stream pipeline).
+struct Handoff {
+    d: Device<Null>,
+    k1: KernelId,
+    k2: KernelId,
+    a: Buffer,
+    c: Buffer,
+}
+
+impl Handoff {
+    fn new() -> Self {
+        let d = device();
+        let (k1, k2) = (kernel(&d, 2), kernel(&d, 3));
+        let a = d.alloc(S1, 4096).unwrap();
+        let c = d.alloc(S0, 4096).unwrap();
+        Self { d, k1, k2, a, c }
+    }
+
+    fn run(&self) {
+        let dims = LaunchDims::linear(4, 256);
+        let r = self.d.launch(S1, self.k1, dims, &[self.a.write()], &[1024]);
+        assert_eq!(r.unwrap(), Launched::Queued);
+        let r = self
+            .d
+            .launch(S0, self.k2, dims, &[self.a.read(), self.c.write()], &[1024]);
+        assert_eq!(r.unwrap(), Launched::Queued);
+    }
+}
+
+/// The bare pool `Device::alloc` wraps, with the device's default layout.
+fn manager() -> MemoryManager<NullStorage> {
+    MemoryManager::new(
+        NullStorage::default(),
+        MemoryLayout::for_device(&Null.properties()),
+    )
+}
+
+fn manager_pair(m: &mut MemoryManager<NullStorage>, size: u64) {
+    let (h, range) = m.reserve(size).unwrap();
+    black_box(range);
+    m.free(h).unwrap();
+}
+
+fn alloc_drop<L: RawLock>(d: &Device<Null, L>, size: u64) {
+    drop(black_box(d.alloc(S0, size).unwrap()));
 }
 
 /// One launch with three buffers and its info words served by the cache.
 #[divan::bench]
 fn launch_3_buffers_info_hit(b: Bencher<'_, '_>) {
-    let (d, k) = device();
-    let bufs: Vec<_> = (0..3).map(|_| d.alloc(S0, 4096).unwrap()).collect();
-    let dims = LaunchDims::linear(4, 256);
-    b.bench_local(|| {
-        let r = d.launch(
-            S0,
-            k,
-            dims,
-            &[bufs[0].read(), bufs[1].read(), bufs[2].write()],
-            black_box(&[1024, 7]),
-        );
-        assert_eq!(r.unwrap(), Launched::Queued);
-    });
+    let l = Launch::<streamcore::device::DefaultLock>::new();
+    b.bench_local(|| l.run());
 }
 
-/// A producer launch on stream 1 and a consumer launch on stream 0: the
-/// consumer needs one event wait each time.
+/// The same on the spin lock (the default without `std`).
+#[divan::bench]
+fn launch_3_buffers_info_hit_spinlock(b: Bencher<'_, '_>) {
+    let l = Launch::<SpinLock>::new();
+    b.bench_local(|| l.run());
+}
+
+/// The two-stream hand-off: two launches and the wait the core places.
 #[divan::bench]
 fn cross_stream_handoff(b: Bencher<'_, '_>) {
-    let (d, k) = device();
-    let a = d.alloc(S1, 4096).unwrap();
-    let c = d.alloc(S0, 4096).unwrap();
-    let dims = LaunchDims::linear(4, 256);
-    b.bench_local(|| {
-        assert_eq!(
-            d.launch(S1, k, dims, &[a.write()], &[1024]).unwrap(),
-            Launched::Queued
-        );
-        let r = d.launch(S0, k, dims, &[a.read(), c.write()], &[1024]);
-        assert_eq!(r.unwrap(), Launched::Queued);
-    });
+    let h = Handoff::new();
+    b.bench_local(|| h.run());
 }
 
-/// `alloc` of 1 MiB, then dropping the handle and polling the deferred free.
+/// `Device::alloc` of 1 MiB, then dropping the handle (freed at the next call).
 #[divan::bench]
-fn alloc_drop_poll_1mib(b: Bencher<'_, '_>) {
-    let (d, _) = device();
+fn alloc_drop_1mib(b: Bencher<'_, '_>) {
+    let d = device();
+    b.bench_local(|| alloc_drop(&d, MIB));
+}
+
+/// The same on the spin lock.
+#[divan::bench]
+fn alloc_drop_1mib_spinlock(b: Bencher<'_, '_>) {
+    let d = Device::<_, SpinLock>::with_lock(Null, DeviceConfig::with_streams(2)).unwrap();
+    b.bench_local(|| alloc_drop(&d, MIB));
+}
+
+/// The bare `MemoryManager` reserve + free of 1 MiB it is compared with.
+#[divan::bench]
+fn manager_reserve_free_1mib(b: Bencher<'_, '_>) {
+    let mut m = manager();
+    b.bench_local(|| manager_pair(&mut m, MIB));
+}
+
+/// `Device::alloc` of 4 KiB, then dropping the handle.
+#[divan::bench]
+fn alloc_drop_4kib(b: Bencher<'_, '_>) {
+    let d = device();
+    b.bench_local(|| alloc_drop(&d, 4096));
+}
+
+/// The bare `MemoryManager` reserve + free of 4 KiB.
+#[divan::bench]
+fn manager_reserve_free_4kib(b: Bencher<'_, '_>) {
+    let mut m = manager();
+    b.bench_local(|| manager_pair(&mut m, 4096));
+}
+
+/// `alloc` of 1 MiB, dropping the handle after a launch used it, and
+/// polling the deferred free.
+#[divan::bench]
+fn alloc_use_drop_poll_1mib(b: Bencher<'_, '_>) {
+    let d = device();
+    let k = kernel(&d, 1);
     b.bench_local(|| {
-        let buf = d.alloc(S0, 1 << 20).unwrap();
+        let buf = d.alloc(S0, MIB).unwrap();
+        let r = d.launch(S0, k, LaunchDims::linear(1, 1), &[buf.write()], &[]);
+        assert_eq!(r.unwrap(), Launched::Queued);
         drop(black_box(buf));
         d.poll().unwrap();
     });
+}
+
+/// The loop a profiler runs for `name`.
+fn profile(name: &str, iters: u64) {
+    match name {
+        "launch_3_buffers_info_hit" => {
+            let l = Launch::<streamcore::device::DefaultLock>::new();
+            (0..iters).for_each(|_| l.run());
+        }
+        "launch_3_buffers_info_hit_spinlock" => {
+            let l = Launch::<SpinLock>::new();
+            (0..iters).for_each(|_| l.run());
+        }
+        "cross_stream_handoff" => {
+            let h = Handoff::new();
+            (0..iters).for_each(|_| h.run());
+        }
+        "alloc_drop_1mib" => {
+            let d = device();
+            (0..iters).for_each(|_| alloc_drop(&d, MIB));
+        }
+        "alloc_drop_1mib_spinlock" => {
+            let d = Device::<_, SpinLock>::with_lock(Null, DeviceConfig::with_streams(2)).unwrap();
+            (0..iters).for_each(|_| alloc_drop(&d, MIB));
+        }
+        "manager_reserve_free_1mib" => {
+            let mut m = manager();
+            (0..iters).for_each(|_| manager_pair(&mut m, MIB));
+        }
+        other => panic!("no profile named {other}"),
+    }
 }

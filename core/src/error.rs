@@ -5,7 +5,7 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use core::fmt;
 
-use crate::device::{BufferId, GraphId, KernelId, StaleBuffer};
+use crate::device::{BufferId, ConfigError, GraphId, KernelId, StaleBuffer};
 use crate::failure::{FailureId, TaintReport};
 use crate::memory::MemoryError;
 use crate::platform::{Capabilities, ErrorKind};
@@ -59,6 +59,16 @@ pub enum Error<E> {
     },
     /// A bad argument (size mismatch, empty data, …).
     InvalidArgument(&'static str),
+    /// The device configuration cannot be built.
+    Config(ConfigError),
+    /// `sync_all` could not release every deferred free: other threads kept
+    /// queuing work (what had completed was released all the same).
+    NotSettled {
+        /// Items still held by drop queues.
+        deferred: usize,
+        /// Frees still pinned by other streams' uses.
+        cross_pins: usize,
+    },
     /// The platform lacks a capability the operation needs (e.g. graph
     /// capture on a firmware command queue); nothing was changed.
     NotSupported {
@@ -103,6 +113,12 @@ impl<E> From<StaleBuffer> for Error<E> {
     }
 }
 
+impl<E> From<ConfigError> for Error<E> {
+    fn from(e: ConfigError) -> Self {
+        Error::Config(e)
+    }
+}
+
 impl<E> From<StreamOutOfRange> for Error<E> {
     fn from(e: StreamOutOfRange) -> Self {
         Error::Stream(e)
@@ -135,13 +151,22 @@ impl<E: fmt::Display> fmt::Display for Error<E> {
             Error::Tainted(r) => write!(f, "{r}"),
             Error::StaleBuffer(b) => write!(f, "{b} was freed or belongs to another device"),
             Error::Stream(e) => write!(f, "{e}"),
-            Error::UnknownKernel(k) => write!(f, "kernel #{} was not loaded on this device", k.0),
+            Error::UnknownKernel(k) => write!(f, "{k} was not loaded on this device"),
             Error::UnknownGraph(g) => write!(f, "graph #{} is not live on this device", g.0),
             Error::NotWhileCapturing { op } => write!(
                 f,
                 "`{op}` needs a host synchronization or allocation, which a capturing stream does not allow"
             ),
             Error::InvalidArgument(why) => write!(f, "invalid argument: {why}"),
+            Error::Config(e) => write!(f, "device configuration: {e}"),
+            Error::NotSettled {
+                deferred,
+                cross_pins,
+            } => write!(
+                f,
+                "sync_all could not settle while work kept coming: {deferred} deferred frees \
+                 and {cross_pins} cross-stream pins left"
+            ),
             Error::NotSupported { op, needs } => {
                 write!(f, "`{op}` is not supported: the platform lacks")?;
                 for name in needs.names() {

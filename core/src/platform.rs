@@ -281,6 +281,11 @@ pub trait HostStorage: Storage {
 /// [`Platform::capabilities`]; graph capture lives in its own trait,
 /// [`GraphCapture`], reached through [`Platform::capture`], so a platform
 /// without graphs writes `type Capture = NoGraphs;` and nothing else.
+///
+/// Threads: a device shared between threads (which needs the platform to be
+/// `Sync`) calls these methods from several threads at once — a launch on
+/// one stream while another thread records on a second or waits in
+/// [`Platform::synchronize`] — but never two calls on one stream at once.
 pub trait Platform {
     /// An in-order queue of device work.
     type Stream;

@@ -15,13 +15,15 @@ use counting_alloc::allocations;
 #[test]
 fn warm_launch_loop_allocates_nothing() {
     let d = Device::new(Null, DeviceConfig::with_streams(2)).unwrap();
-    let k = d
-        .load_kernel(&KernelSource {
+    let kernel = |bindings| {
+        d.load_kernel(&KernelSource {
             name: "k",
             source: "",
-            bindings: 3,
+            bindings,
         })
-        .unwrap();
+        .unwrap()
+    };
+    let (k1, k) = (kernel(2), kernel(3));
     let (s0, s1) = (StreamId(0), StreamId(1));
     let a = d.alloc(s1, 4096).unwrap();
     let b = d.alloc(s0, 4096).unwrap();
@@ -31,7 +33,8 @@ fn warm_launch_loop_allocates_nothing() {
         // Producer on stream 1, consumers on stream 0: a cross-stream wait
         // per round, info-cache hits, and polling that reclaims.
         assert_eq!(
-            d.launch(s1, k, dims, &[a.write()], &[1024, i % 4]).unwrap(),
+            d.launch(s1, k1, dims, &[a.write()], &[1024, i % 4])
+                .unwrap(),
             Launched::Queued
         );
         assert_eq!(
@@ -69,4 +72,70 @@ fn device_is_shareable_between_threads() {
     assert_send_sync::<Device<Null>>();
     assert_send_sync::<streamcore::device::Buffer>();
     assert_send_sync::<streamcore::device::Graph>();
+}
+
+/// A warm `alloc` + drop loop allocates nothing: the freed slice goes back
+/// to its pool and the handle's allocation is reused for the next buffer.
+#[test]
+fn warm_alloc_and_drop_allocate_nothing() {
+    let d = Device::new(Null, DeviceConfig::with_streams(1)).unwrap();
+    let s0 = StreamId(0);
+    let round = || {
+        for size in [1 << 20, 4096, 256] {
+            drop(d.alloc(s0, size).unwrap());
+        }
+    };
+    for _ in 0..16 {
+        round();
+    }
+    let allocs = allocations(|| {
+        for _ in 0..1000 {
+            round();
+        }
+    });
+    assert_eq!(allocs, 0, "allocations in the warm alloc + drop loop");
+    assert_eq!(d.census().buffers, 0);
+}
+
+/// Replaying a captured graph, warm, allocates nothing.
+#[test]
+fn warm_replay_loop_allocates_nothing() {
+    let d = Device::new(Null, DeviceConfig::with_streams(2)).unwrap();
+    let k = d
+        .load_kernel(&KernelSource {
+            name: "k",
+            source: "",
+            bindings: 3,
+        })
+        .unwrap();
+    let (s0, s1) = (StreamId(0), StreamId(1));
+    let x = d.alloc(s1, 4096).unwrap();
+    let y = d.alloc(s0, 4096).unwrap();
+    let dims = LaunchDims::linear(16, 256);
+    let run = || d.launch(s0, k, dims, &[x.read(), y.write()], &[1024, 2]);
+    d.prepare(s0).unwrap();
+    assert_eq!(run().unwrap(), Launched::Queued);
+    d.begin_capture(s0).unwrap();
+    assert_eq!(run().unwrap(), Launched::Queued);
+    let g = d.end_capture(s0).unwrap();
+    let round = || {
+        // A fresh input on stream 1 each time: the replay waits for it.
+        assert_eq!(
+            d.launch(s1, k, dims, &[y.read(), x.write()], &[1024, 3])
+                .unwrap(),
+            Launched::Queued
+        );
+        assert_eq!(d.replay(&g).unwrap(), Launched::Queued);
+        d.poll().unwrap();
+    };
+    for _ in 0..64 {
+        round();
+    }
+    let allocs = allocations(|| {
+        for _ in 0..2000 {
+            round();
+        }
+    });
+    assert_eq!(allocs, 0, "allocations in the warm replay loop");
+    assert!(d.stats().graph_replays >= 2064);
 }

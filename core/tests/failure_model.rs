@@ -256,13 +256,14 @@ fn run(ops: Vec<Op>) {
                 model.mint(id);
                 model.bytes[alloc as usize] = [None; SIZE as usize];
                 model.unbacked[alloc as usize] = false;
+                // A zero-byte reservation claims byte 0 all the same.
                 let r = R {
                     alloc,
                     start: 0,
-                    len: bytes,
+                    len: bytes.max(1),
                 };
                 model.set(&r, Some(id));
-                model.unbacked[alloc as usize] = bytes > 0;
+                model.unbacked[alloc as usize] = true;
             }
             Op::Launch { operands, ok } => {
                 let ops: Vec<Operand> = operands

@@ -9,14 +9,37 @@ use streamcore::platform::{KernelSource, LaunchDims};
 use streamcore::stream::{CaptureState, StreamId, SyncTable, WaitPlan, WriteMark};
 
 /// What [`run`] returns when every part passed.
-pub const ALL_PASSED: u32 = 3;
+pub const ALL_PASSED: u32 = 4;
 
 /// Runs the scenario: the number of waits a two-stream hand-off needs (1),
 /// plus whether a capture sealed (1), plus whether the whole device API ran
 /// a cross-stream hand-off, a capture and a replay and released everything
-/// (1): [`ALL_PASSED`] when all is well.
+/// (1), plus whether sizes past the host's address space are refused (1):
+/// [`ALL_PASSED`] when all is well.
 pub fn run() -> u32 {
-    sync_and_capture() + u32::from(device_round_trip().is_some())
+    sync_and_capture()
+        + u32::from(device_round_trip().is_some())
+        + u32::from(sizes_past_the_address_space())
+}
+
+/// On a 32-bit target, a buffer larger than the address space reads back
+/// as a typed error, never as a truncated copy (its size used to be cast to
+/// `usize`). On wider targets there is nothing to check.
+fn sizes_past_the_address_space() -> bool {
+    if usize::BITS > 32 {
+        return true;
+    }
+    let Ok(device) = Device::new(Null, DeviceConfig::with_streams(1)) else {
+        return false;
+    };
+    let s0 = StreamId(0);
+    let Ok(big) = device.alloc(s0, (1 << 32) + 16) else {
+        return false;
+    };
+    matches!(
+        device.read(s0, &big),
+        Err(streamcore::error::Error::InvalidArgument(_))
+    )
 }
 
 fn device_round_trip() -> Option<()> {

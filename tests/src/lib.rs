@@ -10,6 +10,7 @@
 pub mod harness;
 pub mod hip;
 pub mod mock;
+pub mod paced;
 pub mod scenarios;
 
 /// The suite's kernels (the `streamcore-kernels` crate).

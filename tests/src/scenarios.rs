@@ -220,7 +220,8 @@ pub fn capture_replay_with_fresh_inputs<H: Harness>(h: &H) -> Result<(), Skip> {
     Ok(())
 }
 
-/// A launch that fails inside the window dooms it: `end_capture` refuses.
+/// A launch that fails inside the window dooms it: `end_capture` refuses,
+/// and what the window would have written is claimed by that failure.
 pub fn capture_doomed_by_failure<H: Harness>(h: &H) -> Result<(), Skip> {
     need(h, Capability::FailKernel)?;
     let mut setup = Setup::streams(1);
@@ -253,7 +254,19 @@ pub fn capture_doomed_by_failure<H: Harness>(h: &H) -> Result<(), Skip> {
         }
         other => panic!("a doomed window was sealed or refused wrongly: {other:?}"),
     }
-    // The stream works on after the refused window.
+    // The window never ran: what its launches would have written is
+    // claimed by the failure that doomed it, and the report walks back to
+    // it (not the warm-up's bytes, as if the window had run).
+    match d.read(S0, &z) {
+        Err(Error::Tainted(report)) => {
+            assert_eq!(report.failure, failure);
+            assert!(report.reached_root, "{report}");
+        }
+        other => panic!("a refused window's output read as {other:?}"),
+    }
+    assert_eq!(d.failure_of(&z), Some(failure));
+    // The stream works on after the refused window; rewriting clears it.
+    queued(d.launch(S0, scale, dims(n), &[x.read(), z.write()], &[n as u64, 2]));
     assert_eq!(read_words(&d, S0, &z), vec![2; n]);
     drop((x, y, z));
     d.sync_all().unwrap();
@@ -490,7 +503,10 @@ pub fn bad_input_is_a_typed_error<H: Harness>(h: &H) -> Result<(), Skip> {
         d.launch(S0, fill, dims(16), &[foreign.write()], &[16, 1]),
         Err(Error::StaleBuffer(_))
     ));
-    let unknown = KernelId(99);
+    // A kernel another device loaded (same index as `fill` there) is
+    // refused, not run as this device's kernel of that index.
+    let unknown = load(&other, &kernels::FILL);
+    assert_eq!(unknown.index(), fill.index());
     assert!(matches!(
         d.launch(S0, unknown, dims(16), &[b.write()], &[16, 1]),
         Err(Error::UnknownKernel(_))

@@ -1,15 +1,22 @@
-//! One device shared by several threads, each driving its own stream, plus
-//! a hand-off between two of them: results are right and the mock's hazard
-//! checker stays silent.
+//! One device shared by several threads: each driving its own stream, a
+//! hand-off between two of them, a host synchronization that blocks while
+//! other threads work, `with_platform` calling back into the device. Results
+//! are right, nothing deadlocks (a stall fails the test after a timeout),
+//! and the mock's hazard checker stays silent.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
+use std::time::Duration;
 
-use streamcore::device::Launched;
+use streamcore::device::{Device, DeviceConfig, Launched};
+use streamcore::error::Error;
 use streamcore::stream::StreamId;
+use streamcore_mock::{MockConfig, MockPlatform};
 use streamcore_tests::harness::{Harness, Setup};
 use streamcore_tests::kernels::{self, bytes, dims, words};
 use streamcore_tests::mock::MockHarness;
+use streamcore_tests::paced::Paced;
 
 #[test]
 fn threads_share_one_device() {
@@ -58,4 +65,155 @@ fn threads_share_one_device() {
     d.sync_all().unwrap();
     assert_eq!(d.census().buffers, 0);
     h.finish(&d);
+}
+
+/// Runs `f` on its own thread and fails the test if it has not returned
+/// within `secs` seconds: a deadlock or a stall reads as a failure, not a
+/// hang (the stuck thread is left behind).
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(v) => v,
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("no answer within {secs} s: stalled"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("the thread panicked"),
+    }
+}
+
+type PacedMock = Paced<MockPlatform>;
+
+fn paced(streams: u16) -> (Arc<Device<PacedMock>>, PacedMock) {
+    let mock = MockPlatform::with_config(MockConfig::default().seed(11)).unwrap();
+    kernels::register_mock(&mock);
+    let p = Paced::new(mock);
+    let d = Device::new(p.clone(), DeviceConfig::with_streams(streams)).unwrap();
+    (Arc::new(d), p)
+}
+
+/// `with_platform` holds no lock: its closure may call the device.
+#[test]
+fn with_platform_may_call_the_device() {
+    let h = MockHarness { seed: 1 };
+    let d = Arc::new(h.device(&Setup::streams(1)).unwrap());
+    let n = {
+        let d = Arc::clone(&d);
+        within(10, move || {
+            d.with_platform(|_| {
+                let b = d.upload(StreamId(0), &[1, 2, 3, 4]).unwrap();
+                d.read(StreamId(0), &b).unwrap().len()
+            })
+        })
+    };
+    assert_eq!(n, 4);
+    d.sync_all().unwrap();
+    h.finish(&d);
+}
+
+/// While one thread is blocked in a host synchronization of stream 0,
+/// another thread's launches on stream 1 go through (the device lock is
+/// not held across the wait).
+#[test]
+fn a_blocked_sync_does_not_stall_launches_on_other_streams() {
+    let (d, p) = paced(2);
+    let scale = d.load_kernel(&kernels::SCALE).unwrap();
+    let n = 64usize;
+    let x = d.upload(StreamId(1), &bytes(&vec![2; n])).unwrap();
+    let y = d.alloc(StreamId(1), 4 * n as u64).unwrap();
+    let z = d.upload(StreamId(0), &bytes(&vec![1; n])).unwrap();
+    d.sync_all().unwrap();
+    let (in_sync, entered) = mpsc::channel::<()>();
+    let (go, launched) = mpsc::channel::<()>();
+    let launched = Mutex::new(launched);
+    let in_sync = Mutex::new(in_sync);
+    p.set_sync_hook(Some(Box::new(move || {
+        let _ = in_sync.lock().unwrap().send(());
+        // Blocks this synchronize until the other thread's launches are in.
+        let _ = launched
+            .lock()
+            .unwrap()
+            .recv_timeout(Duration::from_secs(20));
+    })));
+    let syncer = {
+        let d = Arc::clone(&d);
+        thread::spawn(move || d.sync(StreamId(0)))
+    };
+    entered
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the sync reached the platform");
+    {
+        let d = Arc::clone(&d);
+        let (x, y) = (x.clone(), y.clone());
+        within(10, move || {
+            for _ in 0..100 {
+                let r = d.launch(
+                    StreamId(1),
+                    scale,
+                    dims(n),
+                    &[x.read(), y.write()],
+                    &[n as u64, 3],
+                );
+                assert_eq!(r.unwrap(), Launched::Queued);
+            }
+        });
+    }
+    go.send(()).unwrap();
+    syncer.join().unwrap().unwrap();
+    p.set_sync_hook(None);
+    assert_eq!(words(&d.read(StreamId(1), &y).unwrap()), vec![6; n]);
+    assert_eq!(words(&d.read(StreamId(0), &z).unwrap()), vec![1; n]);
+    drop((x, y, z));
+    d.sync_all().unwrap();
+    d.with_platform(|p| p.inner().assert_no_hazards());
+}
+
+/// `sync_all` says so when it cannot settle because work keeps coming
+/// (here: each host synchronization frees another buffer another stream is
+/// still using), and settles once it stops.
+#[test]
+fn sync_all_reports_when_work_keeps_it_from_settling() {
+    let (d, p) = paced(2);
+    let scale = d.load_kernel(&kernels::SCALE).unwrap();
+    let n = 16usize;
+    let out = d.alloc(StreamId(0), 4 * n as u64).unwrap();
+    {
+        let d = Arc::clone(&d);
+        let out = out.clone();
+        let left = AtomicU32::new(50);
+        p.set_sync_hook(Some(Box::new(move || {
+            if left.load(Ordering::Relaxed) == 0 {
+                return;
+            }
+            left.fetch_sub(1, Ordering::Relaxed);
+            // Made on stream 1, read on stream 0, dropped: a free pinned
+            // until stream 0's use completes.
+            let b = d.upload(StreamId(1), &bytes(&vec![1; n])).unwrap();
+            let r = d.launch(
+                StreamId(0),
+                scale,
+                dims(n),
+                &[b.read(), out.write()],
+                &[n as u64, 2],
+            );
+            assert_eq!(r.unwrap(), Launched::Queued);
+        })));
+    }
+    let r = {
+        let d = Arc::clone(&d);
+        within(20, move || d.sync_all())
+    };
+    assert!(
+        matches!(r, Err(Error::NotSettled { .. })),
+        "work kept coming: {r:?}"
+    );
+    // The hook holds a clone of the device: dropping it breaks the cycle.
+    p.set_sync_hook(None);
+    d.sync_all().unwrap();
+    let c = d.census();
+    assert_eq!((c.deferred, c.cross_pins), (0, 0), "{c:?}");
+    assert_eq!(words(&d.read(StreamId(0), &out).unwrap()), vec![2; n]);
+    drop(out);
+    d.sync_all().unwrap();
+    d.with_platform(|p| p.inner().assert_no_hazards());
 }

@@ -2,14 +2,18 @@
 //! which streams used it — the facts the multi-stream sync and the taint
 //! graph need.
 //!
-//! Slots are reused (free list) and carry a generation, so a stale id is
-//! detected instead of aliasing a newer buffer. A slot's per-stream use
-//! vector is kept when the slot is reused: steady state allocates nothing.
+//! Slots live in the core's generational arena: reused, each with a
+//! generation, so a stale id is detected instead of aliasing a newer
+//! buffer. A removed buffer's per-stream use vector is kept for the next
+//! one: steady state allocates nothing.
 
-use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
 
+use alloc::sync::Arc;
+
+use super::handle::BufferInner;
+use crate::arena::{Arena, Key};
 use crate::platform::DeviceRange;
 use crate::stream::{Cursor, StreamId, WriteMark};
 
@@ -50,7 +54,7 @@ pub enum Location<H> {
 }
 
 /// One buffer.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct BufferSlot<H> {
     /// Requested size in bytes.
     pub size: u64,
@@ -63,6 +67,9 @@ pub struct BufferSlot<H> {
     /// Per stream, the cursor of its last submission that used the buffer
     /// (0: never).
     pub last_use: Vec<Cursor>,
+    /// The device's own reference to the user handles' allocation (reused
+    /// once the buffer is freed).
+    pub(crate) kept: Option<Arc<BufferInner>>,
 }
 
 impl<H> BufferSlot<H> {
@@ -73,13 +80,6 @@ impl<H> BufferSlot<H> {
             Location::Unplaced => None,
         }
     }
-}
-
-#[derive(Debug)]
-struct Entry<H> {
-    generation: u32,
-    slot: Option<BufferSlot<H>>,
-    spare_uses: Vec<Cursor>,
 }
 
 /// A stale or unknown buffer id.
@@ -94,93 +94,99 @@ impl fmt::Display for StaleBuffer {
 
 impl core::error::Error for StaleBuffer {}
 
-/// The slab of buffers.
+/// Every index of the table is taken (2^32 − 1 live buffers).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TableFull;
+
+/// The buffers, in the core's generational arena. Use vectors of removed
+/// buffers are kept for the next insert: steady state allocates nothing.
 #[derive(Debug)]
 pub struct BufferTable<H> {
-    entries: Vec<Entry<H>>,
-    free: Vec<u32>,
+    slots: Arena<BufferSlot<H>>,
+    spare_uses: Vec<Vec<Cursor>>,
     streams: usize,
-    live: usize,
 }
 
 impl<H: Copy> BufferTable<H> {
     /// An empty table for a device of `streams` streams.
     pub fn new(streams: usize) -> Self {
         Self {
-            entries: Vec::new(),
-            free: Vec::new(),
+            slots: Arena::new(),
+            spare_uses: Vec::new(),
             streams,
-            live: 0,
+        }
+    }
+
+    /// Tracks uses by streams `0..streams` (never shrinks): every live and
+    /// spare use vector grows now, so marking a use never allocates.
+    pub fn grow(&mut self, streams: usize) {
+        if streams <= self.streams {
+            return;
+        }
+        self.streams = streams;
+        // Stream creation only, never per operation: collecting the keys
+        // may allocate.
+        let keys: Vec<Key> = self.slots.iter().map(|(k, _)| k).collect();
+        for k in keys {
+            if let Some(slot) = self.slots.get_mut(k) {
+                slot.last_use.resize(streams, 0);
+            }
+        }
+        for spare in &mut self.spare_uses {
+            spare.reserve(streams.saturating_sub(spare.len()));
         }
     }
 
     /// Number of live buffers.
     pub fn live(&self) -> usize {
-        self.live
+        self.slots.len()
     }
 
     /// Inserts a buffer and returns its id.
-    pub fn insert(&mut self, size: u64, owner: StreamId, location: Location<H>) -> BufferId {
-        self.live += 1;
-        if let Some(index) = self.free.pop() {
-            let e = &mut self.entries[index as usize];
-            let mut uses = core::mem::take(&mut e.spare_uses);
-            uses.clear();
-            uses.resize(self.streams, 0);
-            e.slot = Some(BufferSlot {
+    pub fn insert(
+        &mut self,
+        size: u64,
+        owner: StreamId,
+        location: Location<H>,
+    ) -> Result<BufferId, TableFull> {
+        let mut uses = self.spare_uses.pop().unwrap_or_default();
+        uses.clear();
+        uses.resize(self.streams, 0);
+        let key = self
+            .slots
+            .insert(BufferSlot {
                 size,
                 owner,
                 location,
                 last_write: None,
                 last_use: uses,
-            });
-            return BufferId {
-                index,
-                generation: e.generation,
-            };
-        }
-        let index = self.entries.len() as u32;
-        self.entries.push(Entry {
-            generation: 0,
-            slot: Some(BufferSlot {
-                size,
-                owner,
-                location,
-                last_write: None,
-                last_use: vec![0; self.streams],
-            }),
-            spare_uses: Vec::new(),
-        });
-        BufferId {
-            index,
-            generation: 0,
-        }
+                kept: None,
+            })
+            .map_err(|_| TableFull)?;
+        Ok(BufferId {
+            index: key.index,
+            generation: key.generation,
+        })
     }
 
     /// The buffer, if `id` is live.
+    #[inline]
     pub fn get(&self, id: BufferId) -> Result<&BufferSlot<H>, StaleBuffer> {
-        self.entries
-            .get(id.index as usize)
-            .filter(|e| e.generation == id.generation)
-            .and_then(|e| e.slot.as_ref())
-            .ok_or(StaleBuffer(id))
+        self.slots.get(key(id)).ok_or(StaleBuffer(id))
     }
 
     /// The buffer, mutably, if `id` is live.
+    #[inline]
     pub fn get_mut(&mut self, id: BufferId) -> Result<&mut BufferSlot<H>, StaleBuffer> {
-        self.entries
-            .get_mut(id.index as usize)
-            .filter(|e| e.generation == id.generation)
-            .and_then(|e| e.slot.as_mut())
-            .ok_or(StaleBuffer(id))
+        self.slots.get_mut(key(id)).ok_or(StaleBuffer(id))
     }
 
     /// Bytes of the live buffers that have memory (O(slots): for rare
     /// checks such as `install_pools`).
     pub fn placed_bytes(&self) -> u64 {
-        self.entries
+        self.slots
             .iter()
-            .filter_map(|e| e.slot.as_ref())
+            .map(|(_, s)| s)
             .filter(|s| matches!(s.location, Location::Placed { .. }))
             .map(|s| s.size)
             .sum()
@@ -188,20 +194,18 @@ impl<H: Copy> BufferTable<H> {
 
     /// Removes a buffer, returning what it was. The id becomes stale.
     pub fn remove(&mut self, id: BufferId) -> Result<BufferSlot<H>, StaleBuffer> {
-        let e = self
-            .entries
-            .get_mut(id.index as usize)
-            .filter(|e| e.generation == id.generation && e.slot.is_some())
-            .ok_or(StaleBuffer(id))?;
-        let mut slot = e.slot.take().ok_or(StaleBuffer(id))?;
-        e.generation = e.generation.wrapping_add(1);
-        e.spare_uses = core::mem::take(&mut slot.last_use);
-        self.free.push(id.index);
-        self.live -= 1;
+        let mut slot = self.slots.remove(key(id)).ok_or(StaleBuffer(id))?;
         // Hand back the facts the caller needs without the use vector, which
-        // stays with the slot for reuse.
-        slot.last_use = Vec::new();
+        // is kept for reuse.
+        self.spare_uses.push(core::mem::take(&mut slot.last_use));
         Ok(slot)
+    }
+}
+
+fn key(id: BufferId) -> Key {
+    Key {
+        index: id.index,
+        generation: id.generation,
     }
 }
 
@@ -224,12 +228,12 @@ mod tests {
     #[test]
     fn stale_ids_are_rejected_after_reuse() {
         let mut t = BufferTable::new(2);
-        let a = t.insert(8, StreamId(0), placed(0));
+        let a = t.insert(8, StreamId(0), placed(0)).unwrap();
         assert_eq!(t.live(), 1);
         t.remove(a).unwrap();
         assert_eq!(t.get(a).unwrap_err(), StaleBuffer(a));
         assert_eq!(t.remove(a).unwrap_err(), StaleBuffer(a));
-        let b = t.insert(8, StreamId(1), placed(8));
+        let b = t.insert(8, StreamId(1), placed(8)).unwrap();
         assert_ne!(a, b);
         assert_ne!(a.as_u64(), b.as_u64());
         assert_eq!(t.get(b).unwrap().owner, StreamId(1));

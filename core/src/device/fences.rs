@@ -1,54 +1,76 @@
 //! Fences: staged frees are sealed behind an event recorded on their
 //! stream, released once it has passed (polled, never waited for on the hot
-//! path), or all at once after a host synchronization.
+//! path), or after a host synchronization covered them.
+//!
+//! A host synchronization is split so the device lock is never held while
+//! the host waits: [`Inner::sync_submit`] seals the staged drops and records
+//! the event to wait for (under the lock), the caller waits for it with no
+//! lock held, and [`Inner::sync_complete`] releases what the wait covered
+//! (under the lock again). Work other threads queue in between is not
+//! covered and stays behind its own fences.
 
-use super::state::{Deferred, Fence, Inner, Res, host_err};
-use crate::drop_queue::Pushed;
+use super::lock::RawLock;
+use super::state::{Deferred, Env, Fence, Inner, Res, host_err};
+use crate::drop_queue::{DropQueueError, Flushed, Pushed};
 use crate::error::Error;
 use crate::platform::Platform;
 use crate::stream::{Cursor, StreamId};
 
 impl<P: Platform> Inner<P> {
-    /// Stages `item` on `sid`'s drop queue, flushing when the policy says so.
-    pub(crate) fn defer(&mut self, sid: StreamId, item: Deferred, bytes: u64) -> Res<(), P> {
-        let st = self.stream(sid)?;
+    /// Stages `item` on `sid`'s drop queue, flushing and reclaiming when the
+    /// policy says so. A failure of that flush is a deferred-release error:
+    /// the items stay staged for the next flush, and the operation that
+    /// happened to stage the item is not charged with it.
+    pub(crate) fn defer<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        item: Deferred,
+        bytes: u64,
+    ) {
+        let Some(st) = self.streams.get_mut(sid) else {
+            // Unreachable: items are deferred on streams that used them.
+            self.release_failed(Error::InvalidArgument(
+                "deferred release on a stream that was never created",
+            ));
+            return;
+        };
         if st.drops.push(item, bytes) == Pushed::FlushDue {
-            self.flush(sid)?;
-            self.reclaim(sid)?;
+            if let Err(e) = self.flush(env, sid) {
+                self.release_failed(e);
+            } else if let Err(e) = self.reclaim(env, sid) {
+                self.release_failed(e);
+            }
         }
-        Ok(())
     }
 
     /// Seals `sid`'s staged drops behind a fresh fence.
-    pub(crate) fn flush(&mut self, sid: StreamId) -> Res<(), P> {
+    pub(crate) fn flush<L: RawLock>(&mut self, env: &Env<P, L>, sid: StreamId) -> Res<(), P> {
         let cursor = self.sync.cursor(sid)?;
-        let platform = &self.platform;
         let st = self
             .streams
             .get_mut(sid)
-            .ok_or(Error::InvalidArgument("stream not created"))?;
-        let stream = &mut st.stream;
+            .ok_or_else(|| Error::InvalidArgument("stream not created"))?;
         let flushed = st
             .drops
-            .flush_with(|| platform.record(stream).map(|event| Fence { cursor, event }));
+            .flush_with(|| env.record(sid).map(|event| Fence { cursor, event }));
         match flushed {
-            Ok(crate::drop_queue::Flushed::Sealed { .. }) => {
+            Ok(Flushed::Sealed { .. }) => {
                 self.stats.events_recorded += 1;
                 Ok(())
             }
             Ok(_) => Ok(()),
-            Err(crate::drop_queue::DropQueueError::Fence(e)) => Err(Error::platform("record", e)),
+            Err(DropQueueError::Fence(e)) => Err(e),
             Err(_) => Err(Error::InvalidArgument("drop queue refused the flush")),
         }
     }
 
     /// Releases, without blocking, everything of `sid` whose fence passed.
-    pub(crate) fn reclaim(&mut self, sid: StreamId) -> Res<usize, P> {
+    pub(crate) fn reclaim<L: RawLock>(&mut self, env: &Env<P, L>, sid: StreamId) -> Res<usize, P> {
         if self.recording > 0 {
             return Ok(0);
         }
         let Self {
-            platform,
             streams,
             scratch_deferred,
             ..
@@ -56,6 +78,7 @@ impl<P: Platform> Inner<P> {
         let Some(st) = streams.get_mut(sid) else {
             return Ok(0);
         };
+        let platform = &env.platform;
         let mut done = 0;
         let polled = st.drops.reclaim(
             |f| {
@@ -73,16 +96,16 @@ impl<P: Platform> Inner<P> {
                 .map(|passed| passed.then_some(p.cursor)),
             None => Ok(None),
         };
-        let released = self.release_deferred(sid, done);
+        let released = self.release_deferred(env, sid, done);
         if let Ok(Some(c)) = progress {
             if let Some(st) = self.streams.get_mut(sid) {
                 st.progress = None;
             }
             self.sync.completed(sid, c)?;
-            self.release_pins(sid)?;
+            self.release_pins(env, sid)?;
         }
         match polled {
-            Err(crate::drop_queue::DropQueueError::Fence(e)) => Err(Error::platform("query", e)),
+            Err(DropQueueError::Fence(e)) => Err(Error::platform("query", e)),
             _ => match progress {
                 Err(e) => Err(Error::platform("query", e)),
                 Ok(_) => released,
@@ -94,7 +117,12 @@ impl<P: Platform> Inner<P> {
     /// queue), notes that `sid` completed `done`, and releases the
     /// cross-stream pins that completes. Every item is freed even when one
     /// fails; the first error is returned.
-    fn release_deferred(&mut self, sid: StreamId, done: Cursor) -> Res<usize, P> {
+    pub(crate) fn release_deferred<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        done: Cursor,
+    ) -> Res<usize, P> {
         let Self {
             streams,
             scratch_deferred,
@@ -116,48 +144,59 @@ impl<P: Platform> Inner<P> {
             }
         }
         self.sync.completed(sid, done)?;
-        self.release_pins(sid)?;
+        self.release_pins(env, sid)?;
         result
     }
 
-    /// Blocks until everything queued on `sid` has completed, then releases
-    /// all of its deferred drops.
-    pub(crate) fn sync_stream(&mut self, sid: StreamId) -> Res<(), P> {
+    /// The submit half of a host synchronization of `sid`: seals its staged
+    /// drops behind a fence and records the event the host will wait for.
+    /// `None` for a stream never created (nothing to wait for).
+    pub(crate) fn sync_submit<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+    ) -> Res<Option<Fence<P::Event>>, P> {
+        self.streams.check(sid)?;
         if self.recording > 0 {
             return Err(Error::NotWhileCapturing { op: "sync" });
         }
-        let Some(st) = self.streams.get_mut(sid) else {
-            return Ok(());
-        };
+        if self.streams.get(sid).is_none() {
+            return Ok(None);
+        }
+        self.flush(env, sid)?;
         let cursor = self.sync.cursor(sid)?;
-        let event = self
-            .platform
-            .record(&mut st.stream)
-            .map_err(|e| Error::platform("record", e))?;
+        let event = env.record(sid)?;
         self.stats.events_recorded += 1;
-        self.platform
-            .synchronize(&event)
-            .map_err(|e| Error::platform("synchronize", e))?;
+        Ok(Some(Fence { cursor, event }))
+    }
+
+    /// The complete half: the host saw everything of `sid` up to `cursor`
+    /// complete. Releases the drops fenced at or before it and the
+    /// cross-stream pins that completes.
+    pub(crate) fn sync_complete<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        cursor: Cursor,
+    ) -> Res<(), P> {
         self.stats.host_syncs += 1;
-        // Every drop staged or pending on `sid` waits for work up to
-        // `cursor`, which has completed: release them all without polling.
-        self.flush(sid)?;
         let Self {
             streams,
             scratch_deferred,
             ..
         } = self;
         if let Some(st) = streams.get_mut(sid) {
-            st.progress = None;
-            let drained = st.drops.drain(
-                |_| Ok::<(), core::convert::Infallible>(()),
+            if st.progress.as_ref().is_some_and(|p| p.cursor <= cursor) {
+                st.progress = None;
+            }
+            // A stream that began recording since keeps its drops until the
+            // capture ends (the queue refuses while recording).
+            let _ = st.drops.reclaim(
+                |f| Ok::<bool, core::convert::Infallible>(f.cursor <= cursor),
                 |item| scratch_deferred.push(item),
             );
-            if let Err(crate::drop_queue::DropQueueError::Recording) = drained {
-                return Err(Error::NotWhileCapturing { op: "sync" });
-            }
         }
-        self.release_deferred(sid, cursor)?;
+        self.release_deferred(env, sid, cursor)?;
         Ok(())
     }
 }

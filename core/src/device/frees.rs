@@ -3,7 +3,8 @@
 //! of it has not completed (cross-stream pins).
 
 use super::buffer::{BufferId, Location};
-use super::state::{Deferred, Fence, Inner, Res};
+use super::lock::RawLock;
+use super::state::{Deferred, Env, Fence, Inner, Res};
 use crate::error::Error;
 use crate::failure::AllocId;
 use crate::memory::SliceHandle;
@@ -21,131 +22,162 @@ pub(crate) struct PendingFree {
 impl<P: Platform> Inner<P> {
     /// Processes dropped handles: frees buffers (deferred), releases graphs.
     /// Loops because a released graph drops the buffers it kept alive.
-    pub(crate) fn process_releases(&mut self) -> Res<(), P> {
-        loop {
-            {
-                let mut q = self.releases.lock();
-                if q.buffers.is_empty() && q.graphs.is_empty() {
-                    return Ok(());
-                }
-                core::mem::swap(&mut q.buffers, &mut self.scratch_ids);
-                core::mem::swap(&mut q.graphs, &mut self.scratch_graphs);
-            }
+    /// Never fails the calling operation: an error of a release is counted
+    /// and kept for the user (`Device::take_release_error`).
+    #[inline]
+    pub(crate) fn process_releases<L: RawLock>(&mut self, env: &Env<P, L>) {
+        if self.releases.is_pending() {
+            self.process_pending_releases(env);
+        }
+    }
+
+    #[cold]
+    fn process_pending_releases<L: RawLock>(&mut self, env: &Env<P, L>) {
+        while self.releases.is_pending() {
             let mut ids = core::mem::take(&mut self.scratch_ids);
             let mut graphs = core::mem::take(&mut self.scratch_graphs);
-            let mut result = Ok(());
+            if !self.releases.take(&mut ids, &mut graphs) {
+                self.scratch_ids = ids;
+                self.scratch_graphs = graphs;
+                return;
+            }
             for id in ids.drain(..) {
-                if let Err(e) = self.free_buffer(id) {
-                    result = result.and(Err(e));
+                if let Err(e) = self.free_buffer(env, id) {
+                    self.release_failed(e);
                 }
             }
             for g in graphs.drain(..) {
-                if let Err(e) = self.release_graph(g) {
-                    result = result.and(Err(e));
+                if let Err(e) = self.release_graph(env, g) {
+                    self.release_failed(e);
                 }
             }
             self.scratch_ids = ids;
             self.scratch_graphs = graphs;
-            result?;
         }
     }
 
     /// A buffer's last handle is gone: its claims end, and its slice goes to
     /// the owner's drop queue once no other stream's queued use is pending.
-    fn free_buffer(&mut self, id: BufferId) -> Res<(), P> {
+    fn free_buffer<L: RawLock>(&mut self, env: &Env<P, L>, id: BufferId) -> Res<(), P> {
         let Ok(slot) = self.buffers.get(id) else {
             return Ok(());
         };
-        self.taint.free(AllocId(id.as_u64()));
+        if !self.taint.is_empty() {
+            self.taint.free(AllocId(id.as_u64()));
+        }
         let owner = slot.owner;
         let size = slot.size;
-        if let Location::Placed { handle, .. } = slot.location {
-            let mut outstanding = 0u32;
-            for (s, &used) in slot.last_use.iter().enumerate() {
-                let s = StreamId(s as u16);
-                if s != owner && used > self.sync.completed_cursor(s)? {
+        let Location::Placed { handle, .. } = slot.location else {
+            self.remove_buffer(id)?;
+            return Ok(());
+        };
+        let mut outstanding = 0u32;
+        let mut owner_pending = false;
+        for (s, &used) in slot.last_use.iter().enumerate() {
+            // At most MAX_STREAMS: fits a StreamId.
+            let s = StreamId(s as u16);
+            if used > self.sync.completed_cursor(s)? {
+                if s == owner {
+                    owner_pending = true;
+                } else {
                     outstanding += 1;
                 }
             }
-            if outstanding == 0 {
-                self.buffers.remove(id)?;
-                self.defer(owner, Deferred::Device(handle), size)?;
-            } else {
-                let index = match self.pending_vacant.pop() {
-                    Some(i) => i,
-                    None => {
-                        self.pending.push(None);
-                        (self.pending.len() - 1) as u32
-                    }
-                };
-                self.pending[index as usize] = Some(PendingFree {
-                    handle,
-                    owner,
-                    bytes: size,
-                    remaining: outstanding,
-                });
-                let slot = self.buffers.get(id)?;
-                for (s, &used) in slot.last_use.iter().enumerate() {
-                    let s = StreamId(s as u16);
-                    if s != owner && used > self.sync.completed_cursor(s)? {
-                        self.pins.pin(s, used, index)?;
-                    }
-                }
-                self.buffers.remove(id)?;
-                self.stats.cross_stream_pins += 1;
+        }
+        if outstanding == 0 {
+            self.remove_buffer(id)?;
+            let open = self
+                .streams
+                .get(owner)
+                .is_none_or(|st| st.capture.is_open());
+            if owner_pending || open || self.recording > 0 {
+                self.defer(env, owner, Deferred::Device(handle), size);
+            } else if let Some(st) = self.streams.get_mut(owner) {
+                // No queued work uses it (never used, or every use is known
+                // complete): back to the pool at once, no fence needed.
+                st.memory.free(handle)?;
             }
-        } else {
-            self.buffers.remove(id)?;
+            return Ok(());
+        }
+        let key = self
+            .pending
+            .insert(PendingFree {
+                handle,
+                owner,
+                bytes: size,
+                remaining: outstanding,
+            })
+            .map_err(|_| Error::InvalidArgument("too many frees pending"))?;
+        let slot = self.buffers.get(id)?;
+        for (s, &used) in slot.last_use.iter().enumerate() {
+            let s = StreamId(s as u16);
+            if s != owner && used > self.sync.completed_cursor(s)? {
+                self.pins.pin(s, used, key)?;
+            }
+        }
+        self.remove_buffer(id)?;
+        self.stats.cross_stream_pins += 1;
+        Ok(())
+    }
+
+    /// Removes buffer `id` from the table; its handle allocation goes to
+    /// the spare list for the next buffer.
+    fn remove_buffer(&mut self, id: BufferId) -> Res<(), P> {
+        let mut slot = self.buffers.remove(id)?;
+        if let Some(kept) = slot.kept.take() {
+            self.spare_handles.push(kept);
         }
         Ok(())
     }
 
     /// Releases cross-stream pins of consumer `sid` that completed; a freed
     /// slice whose last pin goes moves to its owner's drop queue.
-    pub(crate) fn release_pins(&mut self, sid: StreamId) -> Res<(), P> {
+    pub(crate) fn release_pins<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+    ) -> Res<(), P> {
         let completed = self.sync.completed_cursor(sid)?;
         let mut released = core::mem::take(&mut self.scratch_pins);
         self.pins
             .release_completed(sid, completed, |i| released.push(i))?;
-        let mut result = Ok(());
-        for i in released.drain(..) {
-            let Some(p) = self.pending.get_mut(i as usize).and_then(|p| p.as_mut()) else {
+        for key in released.drain(..) {
+            let Some(p) = self.pending.get_mut(key) else {
                 continue;
             };
             p.remaining -= 1;
             if p.remaining == 0 {
-                if let Some(p) = self.pending[i as usize].take() {
-                    self.pending_vacant.push(i);
-                    if let Err(e) = self.defer(p.owner, Deferred::Device(p.handle), p.bytes) {
-                        result = result.and(Err(e));
-                    }
+                if let Some(p) = self.pending.remove(key) {
+                    self.defer(env, p.owner, Deferred::Device(p.handle), p.bytes);
                 }
             }
         }
         self.scratch_pins = released;
-        result
+        Ok(())
     }
 
     /// Records progress fences on streams whose cross-stream pins wait for
     /// work no fence covers yet, so polling can release them.
-    pub(crate) fn fence_pinned_streams(&mut self) -> Res<(), P> {
+    pub(crate) fn fence_pinned_streams<L: RawLock>(&mut self, env: &Env<P, L>) -> Res<(), P> {
+        if self.recording > 0 {
+            return Ok(());
+        }
         for s in 0..self.streams.capacity() {
             let sid = StreamId(s as u16);
             if self.pins.pinned(sid) == 0 {
                 continue;
             }
             let cursor = self.sync.cursor(sid)?;
-            let platform = &self.platform;
             let Some(st) = self.streams.get_mut(sid) else {
                 continue;
             };
-            if st.progress.is_some() || self.recording > 0 {
+            if st.progress.is_some() {
                 continue;
             }
-            let event = platform
-                .record(&mut st.stream)
-                .map_err(|e| Error::platform("record", e))?;
-            st.progress = Some(Fence { cursor, event });
+            let event = env.record(sid)?;
+            if let Some(st) = self.streams.get_mut(sid) {
+                st.progress = Some(Fence { cursor, event });
+            }
             self.stats.events_recorded += 1;
         }
         Ok(())

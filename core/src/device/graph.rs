@@ -5,16 +5,21 @@
 use alloc::vec::Vec;
 
 use super::handle::{Graph, GraphId};
-use super::state::{Deferred, GraphState, Inner, Res, WindowUse};
+use super::launch::taint_region;
+use super::lock::RawLock;
+use super::state::{Deferred, Env, GraphState, Inner, Res, WindowUse};
 use crate::error::Error;
-use crate::failure::{AllocId, Decision, KernelName, Operand, Operation, Region};
+use crate::failure::{Cause, Decision, KernelName, Operand, Operation};
 use crate::info_cache::{CacheMode, GraphId as CacheGraphId};
 use crate::platform::{Access, Capabilities, GraphCapture, GraphOf, Platform};
-use crate::stream::{CaptureError, StreamId};
+use crate::stream::{CaptureError, DoomReason, StreamId};
 
 /// The platform's graph capture, or [`Error::NotSupported`] when it declares
 /// none ([`Capabilities::GRAPH_CAPTURE`] and [`Platform::capture`] must agree).
-fn capture_of<'p, P: Platform>(platform: &'p P, op: &'static str) -> Res<&'p P::Capture, P> {
+pub(crate) fn capture_of<'p, P: Platform>(
+    platform: &'p P,
+    op: &'static str,
+) -> Res<&'p P::Capture, P> {
     let needs = Capabilities::GRAPH_CAPTURE;
     match platform.capture() {
         Some(c) if platform.capabilities().contains(needs) => Ok(c),
@@ -22,67 +27,84 @@ fn capture_of<'p, P: Platform>(platform: &'p P, op: &'static str) -> Res<&'p P::
     }
 }
 
+/// Why a window yields no graph, and the doom reason it had, if any.
+type Refusal<P> = (Error<<P as Platform>::Error>, Option<DoomReason>);
+
 impl<P: Platform> Inner<P> {
     /// `NoCapture → Prepare`: the warm-up. Pools retain what they hand out
     /// and the info cache records what the window uses.
-    pub(crate) fn prepare(&mut self, sid: StreamId) -> Res<(), P> {
-        capture_of(&self.platform, "prepare")?;
-        self.process_releases()?;
-        self.with_stream(sid, |_, st, evicted| -> Res<(), P> {
+    pub(crate) fn prepare<L: RawLock>(&mut self, env: &Env<P, L>, sid: StreamId) -> Res<(), P> {
+        capture_of(&env.platform, "prepare")?;
+        self.process_releases(env);
+        self.with_stream(env, sid, |st, evicted| -> Res<(), P> {
             st.capture.prepare()?;
             if let Err(e) = st.memory.prepare() {
                 let _ = st.capture.abort();
                 return Err(e.into());
             }
-            st.info.set_mode(CacheMode::Capture, |(h, _)| {
+            st.info_mut().set_mode(CacheMode::Capture, |(h, _)| {
                 evicted.push(Deferred::Device(h))
             });
             Ok(())
         })?
     }
 
+    /// Whether `begin_capture` on `sid` would be accepted now (checked
+    /// before the settling sync, so an out-of-order call changes nothing),
+    /// and whether that sync is allowed (no stream records).
+    pub(crate) fn begin_check<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+    ) -> Res<bool, P> {
+        capture_of(&env.platform, "begin_capture")?;
+        self.process_releases(env);
+        let mut probe = self.stream(env, sid)?.capture;
+        probe.begin()?;
+        Ok(self.recording == 0)
+    }
+
     /// `Prepare → Capture`: the retained slices go back to the pools, due
-    /// frees are flushed, and the platform starts recording.
-    pub(crate) fn begin_capture(&mut self, sid: StreamId) -> Res<(), P> {
-        capture_of(&self.platform, "begin_capture")?;
-        self.process_releases()?;
+    /// frees are flushed, and the platform starts recording. The caller
+    /// settled the stream first (a host sync, without the lock) when no
+    /// stream recorded: once recording, no fence can be recorded or waited
+    /// on, so staging slices still behind a fence could not be reused inside
+    /// the window (an upload there would then need fresh pinned memory,
+    /// which invalidates a driver capture).
+    pub(crate) fn begin_capture<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+    ) -> Res<(), P> {
+        capture_of(&env.platform, "begin_capture")?;
+        self.process_releases(env);
         // Out-of-order calls are rejected before anything changes.
-        if self.stream(sid)?.capture.phase() != crate::stream::Phase::Prepare {
-            let mut probe = self.stream(sid)?.capture;
-            probe.begin()?;
-        }
-        // Settle the stream before recording: once recording, no fence can be
-        // recorded or waited on, so staging slices still behind a fence could
-        // not be reused inside the window (an upload there would then need
-        // fresh pinned memory, which invalidates a driver capture).
-        if self.recording == 0 {
-            self.sync_stream(sid)?;
-        } else {
-            self.flush(sid)?;
-        }
-        let st = self.stream(sid)?;
+        let mut probe = self.stream(env, sid)?.capture;
+        probe.begin()?;
+        self.flush(env, sid)?;
+        let st = self.stream(env, sid)?;
         st.capture.begin()?;
         st.memory.begin_capture()?;
         let cursor = self.sync.cursor(sid)?;
-        self.with_stream(sid, |platform, st, evicted| -> Res<(), P> {
+        self.with_stream(env, sid, |st, evicted| -> Res<(), P> {
             // What other streams wait on for this stream's earlier writes
             // while it records (an event recorded inside the capture would
             // be a graph node they cannot wait on).
-            st.before_capture = match platform.record(&mut st.stream) {
+            st.before_capture = match env.record(sid) {
                 Ok(event) => Some(super::state::Fence { cursor, event }),
                 Err(_) => None,
             };
             let _ = st.drops.set_recording(true);
-            let began = capture_of(platform, "begin_capture").and_then(|c| {
-                c.begin_capture(&mut st.stream)
+            let begun = capture_of(&env.platform, "begin_capture").and_then(|c| {
+                env.on_stream(sid, |_, s| c.begin_capture(s))?
                     .map_err(|e| Error::platform("begin_capture", e))
             });
-            if let Err(e) = began {
+            if let Err(e) = begun {
                 let _ = st.drops.set_recording(false);
                 let _ = st.capture.abort();
                 let _ = st.memory.abort_capture();
                 let _ = st
-                    .info
+                    .info_mut()
                     .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
                 return Err(e);
             }
@@ -95,20 +117,28 @@ impl<P: Platform> Inner<P> {
     /// Ends the capture. A doomed window, or a capture the platform
     /// invalidated, yields no graph: everything the window held is released
     /// and the error says why.
-    pub(crate) fn end_capture(&mut self, sid: StreamId) -> Res<Graph, P> {
-        capture_of(&self.platform, "end_capture")?;
-        self.process_releases()?;
+    pub(crate) fn end_capture<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+    ) -> Res<Graph, P> {
+        capture_of(&env.platform, "end_capture")?;
+        self.process_releases(env);
         // Out-of-order calls are rejected before anything changes.
-        if let Err(e @ CaptureError::NotCapturing { .. }) = self.stream(sid)?.capture.check_end() {
+        if let Err(e @ CaptureError::NotCapturing { .. }) =
+            self.stream(env, sid)?.capture.check_end()
+        {
             return Err(e.into());
         }
         let mut pinned = Vec::new();
         self.recording = self.recording.saturating_sub(1);
+        let platform = &env.platform;
         let (sealed, graph, owed, memory, window, window_host) =
-            self.with_stream(sid, |platform, st, _| {
-                let sealed = st.capture.end();
+            self.with_stream(env, sid, |st, _| {
+                let doomed = st.capture.doomed();
+                let sealed = st.capture.end().map_err(|e| (e, doomed));
                 let graph = capture_of(platform, "end_capture").and_then(|c| {
-                    c.end_capture(&mut st.stream)
+                    env.on_stream(sid, |_, s| c.end_capture(s))?
                         .map_err(|e| Error::platform("end_capture", e))
                 });
                 let owed = st.drops.set_recording(false);
@@ -121,27 +151,28 @@ impl<P: Platform> Inner<P> {
         // The platform capture is closed: flushes may resume.
         let resumed = self.hold_flushes_while_recording();
 
-        let outcome: Res<GraphOf<P>, P> = match (sealed, graph) {
+        // Why the window is refused, and the failure that doomed it if any.
+        let outcome: Result<GraphOf<P>, Refusal<P>> = match (sealed, graph) {
             (Ok(()), Ok(g)) => match memory {
                 Ok(()) => Ok(g),
                 Err(e) => {
-                    let _ = self.destroy_platform_graph(g);
-                    Err(e.into())
+                    let _ = destroy_platform_graph(platform, g);
+                    Err((e.into(), None))
                 }
             },
-            (Err(doomed), Ok(g)) => {
-                let _ = self.destroy_platform_graph(g);
-                Err(doomed.into())
+            (Err((doomed, reason)), Ok(g)) => {
+                let _ = destroy_platform_graph(platform, g);
+                Err((doomed.into(), reason))
             }
-            (Err(doomed), Err(_)) => Err(doomed.into()),
-            (Ok(()), Err(e)) => Err(e),
+            (Err((doomed, reason)), Err(_)) => Err((doomed.into(), reason)),
+            (Ok(()), Err(e)) => Err((e, None)),
         };
         let gid = GraphId(self.next_graph);
         self.next_graph += 1;
         let result = match outcome {
             Ok(g) => {
-                self.with_stream(sid, |_, st, evicted| {
-                    let _ = st.info.capture_commit(CacheGraphId(gid.0), |(h, _)| {
+                self.with_stream(env, sid, |st, evicted| {
+                    let _ = st.info_mut().capture_commit(CacheGraphId(gid.0), |(h, _)| {
                         evicted.push(Deferred::Device(h))
                     });
                 })?;
@@ -161,38 +192,48 @@ impl<P: Platform> Inner<P> {
                 self.stats.graphs_sealed += 1;
                 Ok(Graph::new(gid, sid, self.id, self.releases.clone()))
             }
-            Err(e) => {
-                self.with_stream(sid, |_, st, evicted| {
+            Err((e, reason)) => {
+                self.with_stream(env, sid, |st, evicted| {
                     for h in pinned {
                         let _ = st.memory.unpin(h);
                     }
                     let _ = st
-                        .info
+                        .info_mut()
                         .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
                     evicted.extend(window_host.into_iter().map(Deferred::Host));
                 })?;
+                self.claim_refused_window(sid, &window, reason, &e)?;
+                // Buffers only the window kept alive are freed now (their
+                // claims with them).
                 drop(window);
+                self.process_releases(env);
                 Err(e)
             }
         };
         if owed {
-            self.flush(sid)?;
+            if let Err(e) = self.flush(env, sid) {
+                self.release_failed(e);
+            }
         }
         resumed?;
         result
     }
 
     /// Closes an open window without a graph.
-    pub(crate) fn abort_capture(&mut self, sid: StreamId) -> Res<(), P> {
-        capture_of(&self.platform, "abort_capture")?;
-        self.process_releases()?;
-        let was_recording = self.stream(sid)?.capture.is_recording();
-        let (owed, window) = self.with_stream(sid, |platform, st, evicted| -> Res<_, P> {
+    pub(crate) fn abort_capture<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+    ) -> Res<(), P> {
+        capture_of(&env.platform, "abort_capture")?;
+        self.process_releases(env);
+        let was_recording = self.stream(env, sid)?.capture.is_recording();
+        let (owed, window) = self.with_stream(env, sid, |st, evicted| -> Res<_, P> {
             let recording = st.capture.is_recording();
             st.capture.abort()?;
             if recording {
-                if let Ok(c) = capture_of(platform, "abort_capture") {
-                    if let Ok(g) = c.end_capture(&mut st.stream) {
+                if let Ok(c) = capture_of(&env.platform, "abort_capture") {
+                    if let Ok(Ok(g)) = env.on_stream(sid, |_, s| c.end_capture(s)) {
                         let _ = c.destroy_graph(g);
                     }
                 }
@@ -202,7 +243,7 @@ impl<P: Platform> Inner<P> {
             st.before_capture = None;
             let window = core::mem::take(&mut st.window);
             let _ = st
-                .info
+                .info_mut()
                 .capture_discard(|(h, _)| evicted.push(Deferred::Device(h)));
             evicted.extend(st.window_host.drain(..).map(Deferred::Host));
             Ok((owed, window))
@@ -212,9 +253,69 @@ impl<P: Platform> Inner<P> {
             self.hold_flushes_while_recording()?;
         }
         drop(window);
+        self.process_releases(env);
         if owed {
-            self.flush(sid)?;
+            if let Err(e) = self.flush(env, sid) {
+                self.release_failed(e);
+            }
         }
+        Ok(())
+    }
+
+    /// A window that yields no graph never ran what it recorded: every
+    /// buffer its launches and copies would have written is claimed, by the
+    /// failure that doomed it when there is one (and it is still live),
+    /// otherwise by a new failure whose cause is the refusal.
+    fn claim_refused_window(
+        &mut self,
+        sid: StreamId,
+        window: &[WindowUse],
+        reason: Option<DoomReason>,
+        refusal: &Error<P::Error>,
+    ) -> Res<(), P> {
+        self.scratch_ops.clear();
+        for w in window.iter().filter(|w| w.access.writes()) {
+            let Ok(slot) = self.buffers.get(w.buffer.id()) else {
+                continue;
+            };
+            self.scratch_ops.push(Operand {
+                region: taint_region(w.buffer.id(), slot.size),
+                access: Access::Write,
+            });
+        }
+        if self.scratch_ops.is_empty() {
+            return Ok(());
+        }
+        let op = Operation::Launch(KernelName::new(&alloc::format!("the capture on {sid}")));
+        if let Some(DoomReason::Failure(raw)) = reason {
+            let f = crate::failure::FailureId::from_raw(raw);
+            if let Some(node) = self.taint.get(f) {
+                // Link the window to the failure as a skip over bytes it
+                // still claims, so a read's report walks back to the root.
+                let input = node
+                    .stopped()
+                    .iter()
+                    .copied()
+                    .find(|r| self.taint.failure(*r) == Some(f));
+                if let Some(input) = input {
+                    self.scratch_ops.insert(0, Operand::read(input));
+                    if self.taint.begin(&op, &self.scratch_ops) == Decision::Skipped(f) {
+                        return Ok(());
+                    }
+                    self.scratch_ops.remove(0);
+                }
+                if self.taint.get(f).is_some() {
+                    for o in &self.scratch_ops {
+                        let _ = self.taint.taint(o.region, f);
+                    }
+                    return Ok(());
+                }
+            }
+        }
+        let message = alloc::format!("{refusal}");
+        self.taint
+            .failed(Cause::new(op, message), &self.scratch_ops);
+        self.stats.failures += 1;
         Ok(())
     }
 
@@ -236,7 +337,7 @@ impl<P: Platform> Inner<P> {
         for u in &uses {
             let size = self.buffers.get(u.buffer.id())?.size;
             operands.push(Operand {
-                region: Region::new(AllocId(u.buffer.id().as_u64()), 0, size),
+                region: taint_region(u.buffer.id(), size),
                 access: u.access,
             });
         }
@@ -244,9 +345,13 @@ impl<P: Platform> Inner<P> {
     }
 
     /// Queues one replay of `graph` on the stream it was captured on.
-    pub(crate) fn replay(&mut self, graph: &Graph) -> Res<super::Launched, P> {
-        capture_of(&self.platform, "replay")?;
-        self.process_releases()?;
+    pub(crate) fn replay<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        graph: &Graph,
+    ) -> Res<super::Launched, P> {
+        let capture = capture_of(&env.platform, "replay")?;
+        self.process_releases(env);
         if graph.device() != self.id {
             return Err(Error::UnknownGraph(graph.id()));
         }
@@ -276,21 +381,15 @@ impl<P: Platform> Inner<P> {
             };
             self.push_marks(id, access)?;
         }
-        self.wait_for_marks(sid)?;
-        let Self {
-            platform,
-            streams,
-            graphs,
-            ..
-        } = self;
-        let st = streams
-            .get_mut(sid)
-            .ok_or(Error::InvalidArgument("stream not created"))?;
-        let gs = graphs.get(&gid).ok_or(Error::UnknownGraph(gid))?;
+        self.wait_for_marks(env, sid)?;
+        let gs = self
+            .graphs
+            .get(&gid)
+            .ok_or_else(|| Error::UnknownGraph(gid))?;
         let Some(g) = gs.graph.as_ref() else {
             return Err(Error::UnknownGraph(gid));
         };
-        match capture_of(platform, "replay")?.launch_graph(&mut st.stream, g) {
+        match env.on_stream(sid, |_, s| capture.launch_graph(s, g))? {
             Ok(()) => {
                 self.stats.graph_replays += 1;
                 let cursor = self.sync.submit(sid)?;
@@ -314,25 +413,22 @@ impl<P: Platform> Inner<P> {
         }
     }
 
-    /// Destroys a platform graph (one exists only on a platform with capture).
-    fn destroy_platform_graph(&self, g: GraphOf<P>) -> Res<(), P> {
-        capture_of(&self.platform, "destroy_graph")?
-            .destroy_graph(g)
-            .map_err(|e| Error::platform("destroy_graph", e))
-    }
-
     /// The last handle of a graph is gone: destroy it and release its pins.
-    pub(crate) fn release_graph(&mut self, gid: GraphId) -> Res<(), P> {
+    pub(crate) fn release_graph<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        gid: GraphId,
+    ) -> Res<(), P> {
         let Some(mut gs) = self.graphs.remove(&gid) else {
             return Ok(());
         };
         let sid = gs.stream;
         let destroyed = match gs.graph.take() {
-            Some(g) => self.destroy_platform_graph(g),
+            Some(g) => destroy_platform_graph(&env.platform, g),
             None => Ok(()),
         };
-        self.with_stream(sid, |_, st, evicted| {
-            let _ = st.info.graph_release(CacheGraphId(gid.0), |(h, _)| {
+        self.with_stream(env, sid, |st, evicted| {
+            let _ = st.info_mut().graph_release(CacheGraphId(gid.0), |(h, _)| {
                 evicted.push(Deferred::Device(h))
             });
             // The graph's replays may still be queued: its pins on device
@@ -347,4 +443,11 @@ impl<P: Platform> Inner<P> {
         drop(gs);
         destroyed
     }
+}
+
+/// Destroys a platform graph (one exists only on a platform with capture).
+pub(crate) fn destroy_platform_graph<P: Platform>(platform: &P, g: GraphOf<P>) -> Res<(), P> {
+    capture_of(platform, "destroy_graph")?
+        .destroy_graph(g)
+        .map_err(|e| Error::platform("destroy_graph", e))
 }

@@ -1,9 +1,14 @@
 //! Kernel launches: the write scope (taint), the info buffer (info cache),
 //! cross-stream waits (sync table), then the platform call.
 
+use alloc::sync::Arc;
+
 use super::doom::error_kind;
 use super::handle::{Arg, KernelId};
-use super::state::{Deferred, Inner, Res, WindowUse, describe};
+use super::lock::RawLock;
+use super::state::{
+    Deferred, Env, Inner, LaneGuard, LoadedKernel, Res, WindowUse, describe, host_err,
+};
 use crate::error::Error;
 use crate::failure::{AllocId, Cause, Decision, FailureId, Operand, Operation, Region};
 use crate::info_cache::InsertError;
@@ -11,7 +16,7 @@ use crate::memory::MemoryError;
 use crate::platform::{
     Access, Binding, DeviceRange, HostRange, HostStorage, LaunchDims, Platform, PlatformError,
 };
-use crate::stream::{DoomReason, StreamId};
+use crate::stream::{DoomReason, StreamId, WriteMark};
 
 /// What became of a launch.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -24,20 +29,48 @@ pub enum Launched {
     Skipped(FailureId),
 }
 
+/// What the locked part of a launch leaves to do.
+pub(crate) enum Submitted<'a, P: Platform, L: RawLock>
+where
+    L::Mutex<super::state::Lane<P>>: 'a,
+{
+    /// Nothing: the launch was skipped, or submitted under the device lock.
+    Done(Launched),
+    /// The platform launch, to be made once the device lock is released,
+    /// with only the stream's lane locked (taken under the device lock, so
+    /// submissions on one stream keep their order). The bookkeeping of a
+    /// successful launch is already done.
+    Tail {
+        /// The stream's lane, its `bindings` and `kernel` filled.
+        lane: LaneGuard<'a, P, L>,
+    },
+}
+
 impl<P: Platform> Inner<P> {
-    /// Loads a kernel.
-    pub(crate) fn load_kernel(
+    /// Adds a kernel the platform loaded (outside the lock).
+    pub(crate) fn add_kernel(
         &mut self,
         source: &crate::platform::KernelSource<'_>,
+        kernel: P::Kernel,
     ) -> Res<KernelId, P> {
-        let kernel = self
-            .platform
-            .load_kernel(source)
-            .map_err(|e| Error::platform("load_kernel", e))?;
-        let id = KernelId(self.kernels.len() as u32);
+        let index = u32::try_from(self.kernels.len())
+            .map_err(|_| Error::InvalidArgument("too many kernels loaded"))?;
+        self.kernels.push(LoadedKernel {
+            name: crate::failure::KernelName::new(source.name),
+            bindings: source.bindings,
+            kernel: Arc::new(kernel),
+        });
+        Ok(KernelId::new(self.id, index))
+    }
+
+    /// The kernel `k`, if this device loaded it.
+    fn kernel(&self, k: KernelId) -> Res<&LoadedKernel<P>, P> {
+        if k.device() != self.id {
+            return Err(Error::UnknownKernel(k));
+        }
         self.kernels
-            .push((crate::failure::KernelName::new(source.name), kernel));
-        Ok(id)
+            .get(k.index() as usize)
+            .ok_or_else(|| Error::UnknownKernel(k))
     }
 
     /// Fills `scratch_ops` with the operands of `args`.
@@ -47,7 +80,7 @@ impl<P: Platform> Inner<P> {
             let id = self.check_buffer(a.buffer)?;
             let size = self.buffers.get(id)?.size;
             self.scratch_ops.push(Operand {
-                region: Region::new(AllocId(id.as_u64()), 0, size),
+                region: taint_region(id, size),
                 access: a.access,
             });
         }
@@ -56,49 +89,91 @@ impl<P: Platform> Inner<P> {
 
     /// Queues `kernel` on `sid` over `args`, with `info` words served from
     /// the info cache as the last (read-only) binding when non-empty.
-    pub(crate) fn launch(
+    ///
+    /// On the common path (nothing claimed anywhere, no capture recording,
+    /// the info words cached) everything but the platform call is done here
+    /// as if the launch succeeded, and the call itself is left to the caller
+    /// as [`Submitted::Tail`], to be made without the device lock; a failure
+    /// there goes to [`Inner::tail_failed`]. Otherwise the launch is
+    /// submitted here, under the lock.
+    pub(crate) fn launch<'a, L: RawLock>(
         &mut self,
+        env: &'a Env<P, L>,
         sid: StreamId,
         kernel: KernelId,
         dims: LaunchDims,
         args: &[Arg<'_>],
         info: &[u64],
-    ) -> Res<Launched, P> {
-        self.process_releases()?;
-        self.stream(sid)?;
-        let name = self
-            .kernels
-            .get(kernel.0 as usize)
-            .map(|(n, _)| n.clone())
-            .ok_or(Error::UnknownKernel(kernel))?;
-        self.operands(args)?;
-        let op = Operation::Launch(name);
-        let recording = self
-            .streams
-            .get(sid)
-            .is_some_and(|s| s.capture.is_recording());
-        if let Decision::Skipped(f) = self.taint.begin(&op, &self.scratch_ops) {
-            self.stats.skipped += 1;
-            self.doom(sid, DoomReason::from(f));
-            return Ok(Launched::Skipped(f));
+    ) -> Res<Submitted<'a, P, L>, P> {
+        self.process_releases(env);
+        let recording = match self.streams.get(sid) {
+            Some(st) => st.capture.is_recording(),
+            None => self.stream(env, sid)?.capture.is_recording(),
+        };
+        // The kernel's declared parameters, exactly: refused before the
+        // taint graph or the info cache is touched.
+        if args.len() + usize::from(!info.is_empty()) != self.kernel(kernel)?.bindings {
+            return Err(Error::InvalidArgument(
+                "the launch's bindings differ from the kernel's declared count",
+            ));
         }
-
-        // Bindings, in argument order, then the info buffer.
+        // One pass over the arguments: operands (taint), bindings, and what
+        // the launch must be ordered after (other streams' last writes, and
+        // for a write their last uses).
+        self.scratch_ops.clear();
         self.scratch_bindings.clear();
+        self.scratch_marks.clear();
+        let mut unplaced = false;
         for a in args {
-            let range = self
-                .buffers
-                .get(a.buffer.id())?
-                .range()
-                .ok_or(Error::InvalidArgument("buffer has no memory"))?;
-            self.scratch_bindings.push(Binding {
-                range,
+            let id = a.buffer.id();
+            if a.buffer.device() != self.id {
+                return Err(Error::StaleBuffer(id));
+            }
+            let slot = self.buffers.get(id)?;
+            self.scratch_ops.push(Operand {
+                region: taint_region(id, slot.size),
                 access: a.access,
             });
+            match slot.range() {
+                Some(range) => self.scratch_bindings.push(Binding {
+                    range,
+                    access: a.access,
+                }),
+                None => unplaced = true,
+            }
+            if let Some(w) = slot.last_write {
+                if w.stream != sid {
+                    self.scratch_marks.push(w);
+                }
+            }
+            if a.access.writes() {
+                for (s, &c) in slot.last_use.iter().enumerate() {
+                    if c > 0 && s != sid.index() {
+                        self.scratch_marks.push(WriteMark {
+                            // At most MAX_STREAMS: fits a StreamId.
+                            stream: StreamId(s as u16),
+                            cursor: c,
+                        });
+                    }
+                }
+            }
         }
+        // The taint graph is empty on the clean path: no operation to name.
+        if !self.taint.is_empty() {
+            let op = Operation::Launch(self.kernel(kernel)?.name.clone());
+            if let Decision::Skipped(f) = self.taint.begin(&op, &self.scratch_ops) {
+                self.stats.skipped += 1;
+                self.doom(sid, DoomReason::from(f));
+                return Ok(Submitted::Done(Launched::Skipped(f)));
+            }
+        }
+        if unplaced {
+            return Err(Error::InvalidArgument("buffer has no memory"));
+        }
+
         let mut uncached_info = None;
         if !info.is_empty() {
-            match self.info_binding(sid, info) {
+            match self.info_binding(env, sid, info) {
                 Ok((range, uncached)) => {
                     uncached_info = uncached;
                     self.scratch_bindings.push(Binding {
@@ -122,61 +197,95 @@ impl<P: Platform> Inner<P> {
                 }
             }
         }
+        let info_bytes = words_bytes(info);
 
         // Cross-stream order.
-        self.scratch_marks.clear();
-        for a in args {
-            self.push_marks(a.buffer.id(), a.access)?;
-        }
-        if let Err(e) = self.wait_for_marks(sid) {
+        if self.scratch_marks.is_empty() {
+            // Nothing to order after (the common case on one stream).
+        } else if let Err(e) = self.wait_for_marks(env, sid) {
             self.doom_platform(sid, "wait", &e);
             // The info slice no cache entry owns goes back like after a launch.
             if let Some(h) = uncached_info {
-                self.defer(sid, Deferred::Device(h), (info.len() * 8) as u64)?;
+                self.defer(env, sid, Deferred::Device(h), info_bytes);
             }
             return Err(e);
         }
 
-        let Self {
-            platform,
-            streams,
-            kernels,
-            scratch_bindings,
-            ..
-        } = self;
-        let st = streams
-            .get_mut(sid)
-            .ok_or(Error::InvalidArgument("stream not created"))?;
-        let k = &kernels[kernel.0 as usize].1;
-        let result = platform.launch(&mut st.stream, k, dims, scratch_bindings);
+        if !recording && self.taint.is_empty() && uncached_info.is_none() {
+            // The common path: book the launch as done, submit it unlocked.
+            self.launch_succeeded(sid, args)?;
+            let mut lane = env.lane(sid)?;
+            // The bindings move to the lane (the vectors swap, no copy).
+            core::mem::swap(&mut lane.bindings, &mut self.scratch_bindings);
+            if lane.kernel.as_ref().is_none_or(|(id, _)| *id != kernel) {
+                lane.kernel = Some((kernel, Arc::clone(&self.kernel(kernel)?.kernel)));
+            }
+            return Ok(Submitted::Tail { lane });
+        }
+        let k = Arc::clone(&self.kernel(kernel)?.kernel);
+
+        let result = env.on_stream(sid, |p, s| p.launch(s, &k, dims, &self.scratch_bindings))?;
         if let Some(h) = uncached_info {
-            self.defer(sid, Deferred::Device(h), (info.len() * 8) as u64)?;
+            self.defer(env, sid, Deferred::Device(h), info_bytes);
         }
         match result {
-            Ok(()) => {
+            Ok(()) if recording => {
                 self.stats.launches += 1;
-                if recording {
-                    let st = self
-                        .streams
-                        .get_mut(sid)
-                        .ok_or(Error::InvalidArgument("stream not created"))?;
-                    for a in args {
-                        st.window.push(WindowUse {
-                            buffer: a.buffer.clone(),
-                            access: a.access,
-                        });
-                    }
-                } else {
-                    let cursor = self.sync.submit(sid)?;
-                    self.taint.succeeded(&self.scratch_ops);
-                    for a in args {
-                        self.mark_use(a.buffer.id(), sid, cursor, a.access)?;
-                    }
+                let st = self
+                    .streams
+                    .get_mut(sid)
+                    .ok_or_else(|| Error::InvalidArgument("stream not created"))?;
+                for a in args {
+                    st.window.push(WindowUse {
+                        buffer: a.buffer.clone(),
+                        access: a.access,
+                    });
                 }
-                Ok(Launched::Queued)
+                Ok(Submitted::Done(Launched::Queued))
             }
-            Err(e) => Err(self.work_failed(sid, "launch", op, e)),
+            Ok(()) => {
+                self.launch_succeeded(sid, args)?;
+                Ok(Submitted::Done(Launched::Queued))
+            }
+            Err(e) => {
+                let op = Operation::Launch(self.kernel(kernel)?.name.clone());
+                Err(self.work_failed(sid, "launch", op, e))
+            }
         }
+    }
+
+    /// Books an eager launch over `scratch_ops` as queued: a new cursor,
+    /// its outputs' claims cleared, every argument's use marked.
+    fn launch_succeeded(&mut self, sid: StreamId, args: &[Arg<'_>]) -> Res<(), P> {
+        self.stats.launches += 1;
+        let cursor = self.sync.submit(sid)?;
+        self.taint.succeeded(&self.scratch_ops);
+        for a in args {
+            self.mark_use(a.buffer.id(), sid, cursor, a.access)?;
+        }
+        Ok(())
+    }
+
+    /// The platform refused a launch submitted as a [`Submitted::Tail`]:
+    /// undoes the booking and claims its outputs, as a refusal under the
+    /// lock would have. (The uses stay marked: an extra wait later, never a
+    /// missing one.)
+    pub(crate) fn tail_failed(
+        &mut self,
+        sid: StreamId,
+        kernel: KernelId,
+        args: &[Arg<'_>],
+        e: P::Error,
+    ) -> Error<P::Error> {
+        self.stats.launches = self.stats.launches.saturating_sub(1);
+        let op = match self.kernel(kernel) {
+            Ok(k) => Operation::Launch(k.name.clone()),
+            Err(e) => return e,
+        };
+        if let Err(e) = self.operands(args) {
+            return e;
+        }
+        self.work_failed(sid, "launch", op, e)
     }
 
     /// A launch or copy failed on the platform: claim what it would have
@@ -206,20 +315,21 @@ impl<P: Platform> Inner<P> {
     /// The device range holding `info`: a cache hit, or a fresh slice
     /// uploaded through the staging pool and cached. The second value is a
     /// slice to free after the launch when the cache refused it.
-    fn info_binding(
+    fn info_binding<L: RawLock>(
         &mut self,
+        env: &Env<P, L>,
         sid: StreamId,
         info: &[u64],
     ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
-        let st = self.stream(sid)?;
-        if let Some(&(_, range)) = st.info.get(info) {
+        let st = self.stream(env, sid)?;
+        if let Some(range) = st.info_get(info) {
             self.stats.info_hits += 1;
             return Ok((range, None));
         }
-        let bytes = (info.len() * 8) as u64;
+        let bytes = words_bytes(info);
         let (handle, range) = st.memory.reserve(bytes)?;
         self.stats.info_misses += 1;
-        if let Err(e) = self.upload_words(sid, info, range) {
+        if let Err(e) = self.upload_words(env, sid, info, range) {
             if let Some(st) = self.streams.get_mut(sid) {
                 let _ = st.memory.free(handle);
             }
@@ -236,8 +346,8 @@ impl<P: Platform> Inner<P> {
             // for the graph's life.
             return Ok((range, Some(handle)));
         }
-        let uncached = self.with_stream(sid, |_, st, evicted| {
-            match st.info.insert(info, (handle, range), |(h, _)| {
+        let uncached = self.with_stream(env, sid, |st, evicted| {
+            match st.info_mut().insert(info, (handle, range), |(h, _)| {
                 evicted.push(Deferred::Device(h))
             }) {
                 Ok(_) => None,
@@ -248,54 +358,68 @@ impl<P: Platform> Inner<P> {
         Ok((range, uncached))
     }
 
-    /// Copies `words` (little-endian) to `dst` through the staging pool.
-    fn upload_words(&mut self, sid: StreamId, words: &[u64], dst: DeviceRange) -> Res<(), P> {
-        let bytes = (words.len() * 8) as u64;
-        let (h, hr) = self
-            .host
-            .reserve(bytes)
-            .map_err(super::state::host_err::<P>)?;
-        let mut buf = [0u8; 8];
-        for (i, w) in words.iter().enumerate() {
-            buf.copy_from_slice(&w.to_le_bytes());
-            if let Err(e) = self
-                .host
-                .storage_mut()
-                .write(hr.page, hr.offset + (i * 8) as u64, &buf)
-            {
-                let _ = self.host.free(h);
-                return Err(Error::platform("host_write", e));
-            }
+    /// Copies `words` (little-endian) to `dst` through the staging pool:
+    /// one host write of all the words, one copy.
+    fn upload_words<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        words: &[u64],
+        dst: DeviceRange,
+    ) -> Res<(), P> {
+        let bytes = words_bytes(words);
+        let (h, hr) = self.host.reserve(bytes).map_err(host_err::<P>)?;
+        let mut staged = core::mem::take(&mut self.scratch_bytes);
+        staged.clear();
+        staged.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+        let written = self.host.storage_mut().write(hr.page, hr.offset, &staged);
+        self.scratch_bytes = staged;
+        if let Err(e) = written {
+            let _ = self.host.free(h);
+            return Err(Error::platform("host_write", e));
         }
         let src = HostRange {
             page: hr.page,
             offset: hr.offset,
             len: bytes,
         };
-        let copied = self.with_stream(sid, |platform, st, _| {
-            platform.copy_to_device(&mut st.stream, src, dst)
-        })?;
+        let copied = env.on_stream(sid, |p, s| p.copy_to_device(s, src, dst))?;
         if let Err(e) = copied {
             let _ = self.host.free(h);
             return Err(Error::platform("copy_to_device", e));
         }
-        self.retire_host(sid, h, bytes)
+        self.retire_host(env, sid, h, bytes)
     }
 
     /// A staging slice used by queued work: freed after the stream's next
     /// fence, or kept for the graph's life when recorded in a capture.
-    pub(crate) fn retire_host(
+    pub(crate) fn retire_host<L: RawLock>(
         &mut self,
+        env: &Env<P, L>,
         sid: StreamId,
         h: crate::memory::SliceHandle,
         bytes: u64,
     ) -> Res<(), P> {
-        let st = self.stream(sid)?;
+        let st = self.stream(env, sid)?;
         if st.capture.is_recording() {
             st.window_host.push(h);
-            Ok(())
         } else {
-            self.defer(sid, Deferred::Host(h), bytes)
+            self.defer(env, sid, Deferred::Host(h), bytes);
         }
+        Ok(())
     }
+}
+
+/// The bytes of `words` info words (no overflow: a slice of `u64`s spans
+/// fewer than 2^64 bytes, and `usize` is at most 64 bits wide).
+pub(crate) fn words_bytes(words: &[u64]) -> u64 {
+    (words.len() as u64).saturating_mul(8)
+}
+
+/// The taint region of a buffer of `size` bytes: all of it, and at least
+/// one byte, so a zero-byte buffer whose reservation failed still carries
+/// its failure's claim.
+#[inline]
+pub(crate) fn taint_region(id: super::buffer::BufferId, size: u64) -> Region {
+    Region::new(AllocId(id.as_u64()), 0, size.max(1))
 }

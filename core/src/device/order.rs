@@ -3,7 +3,8 @@
 //! wait per producer stream that orders it.
 
 use super::buffer::BufferId;
-use super::state::{Fence, Inner, Res};
+use super::lock::RawLock;
+use super::state::{Env, Fence, Inner, Res};
 use crate::error::Error;
 use crate::platform::{Access, Platform};
 use crate::stream::{Cursor, StreamId, WriteMark};
@@ -11,7 +12,14 @@ use crate::stream::{Cursor, StreamId, WriteMark};
 impl<P: Platform> Inner<P> {
     /// Makes `consumer` wait for the writes in `self.scratch_marks` that it
     /// has not synced yet: one event per producer stream.
-    pub(crate) fn wait_for_marks(&mut self, consumer: StreamId) -> Res<(), P> {
+    pub(crate) fn wait_for_marks<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        consumer: StreamId,
+    ) -> Res<(), P> {
+        if self.scratch_marks.is_empty() {
+            return Ok(());
+        }
         self.sync
             .plan(consumer, self.scratch_marks.iter().copied(), &mut self.plan)?;
         if self.plan.is_empty() {
@@ -25,7 +33,7 @@ impl<P: Platform> Inner<P> {
             let pst = self
                 .streams
                 .get_mut(producer)
-                .ok_or(Error::InvalidArgument("producer stream not created"))?;
+                .ok_or_else(|| Error::InvalidArgument("producer stream not created"))?;
             // A recording producer: wait on the event recorded before its
             // capture began (it covers every write it can be waited for).
             let kept = match pst.before_capture.take() {
@@ -36,25 +44,18 @@ impl<P: Platform> Inner<P> {
                 Some(f) => (f.cursor, f.event, true),
                 None => {
                     let at = self.sync.cursor(producer)?;
-                    let event = self
-                        .platform
-                        .record(&mut pst.stream)
-                        .map_err(|e| Error::platform("record", e))?;
+                    let event = env.record(producer)?;
                     self.stats.events_recorded += 1;
                     (at, event, false)
                 }
             };
-            let cst = self
-                .streams
-                .get_mut(consumer)
-                .ok_or(Error::InvalidArgument("consumer stream not created"))?;
-            let waited = self.platform.wait(&mut cst.stream, &event);
+            let waited = env.on_stream(consumer, |p, s| p.wait(s, &event));
             if reused {
                 if let Some(pst) = self.streams.get_mut(producer) {
                     pst.before_capture = Some(Fence { cursor: at, event });
                 }
             }
-            waited.map_err(|e| Error::platform("wait", e))?;
+            waited?.map_err(|e| Error::platform("wait", e))?;
             self.stats.waits += 1;
             self.sync.synced(consumer, producer, at)?;
         }

@@ -1,24 +1,29 @@
-//! The device's state behind its lock: per-stream state, sealed graphs,
-//! and access to streams and buffers. What operations do with it lives in
+//! The device's state behind its lock (per-stream state, sealed graphs,
+//! access to streams and buffers) and what lives outside it (the platform
+//! and each stream's lane). What operations do with it lives in
 //! the files named after each concern: `frees.rs` (dropped handles, deferred
 //! frees, cross-stream pins), `fences.rs` (drop-queue fences, reclaiming,
 //! host syncs), `order.rs` (cross-stream wait placement), `doom.rs` (what a
 //! failure does to an open capture window).
 
+use alloc::boxed::Box;
 use alloc::string::ToString;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::buffer::{BufferId, BufferTable};
 use super::frees::PendingFree;
-use super::handle::{Buffer, GraphId, ReleaseQueue};
+use super::handle::{Buffer, GraphId, KernelId, ReleaseQueue};
+use super::lock::{LockFamilyMutex, RawLock};
 use super::{DeviceConfig, DeviceStats};
+use crate::arena::{Arena, Key};
 use crate::drop_queue::DropQueue;
 use crate::error::Error;
 use crate::failure::{ErrorGraph, KernelName, Operand};
 use crate::info_cache::InfoCache;
 use crate::memory::{MemoryLayout, MemoryManager, SliceHandle};
-use crate::platform::{Access, DeviceRange, Platform, PlatformError};
+use crate::platform::{Access, Binding, DeviceRange, Platform, PlatformError};
+use crate::stream::CacheMode;
 use crate::stream::{
     CaptureState, CrossPins, Cursor, StreamId, StreamPool, SyncTable, WaitPlan, WriteMark,
 };
@@ -47,13 +52,20 @@ pub(crate) struct WindowUse {
     pub(crate) access: Access,
 }
 
-/// Everything that moves with one stream.
+/// Everything that moves with one stream, except its driver queue (which
+/// lives in the stream's [`Lane`], outside the device lock).
 pub(crate) struct StreamState<P: Platform> {
-    pub(crate) stream: P::Stream,
     pub(crate) memory: MemoryManager<P::Storage>,
     pub(crate) drops: DropQueue<Deferred, Fence<P::Event>>,
     pub(crate) capture: CaptureState,
-    pub(crate) info: InfoCache<(SliceHandle, DeviceRange)>,
+    /// The info cache; changed only through [`StreamState::info_mut`] (which
+    /// forgets the memo) or looked up through [`StreamState::info_get`].
+    info: InfoCache<(SliceHandle, DeviceRange)>,
+    /// The last cache hit in normal mode, while nothing else touched the
+    /// cache since: the same words again are served without hashing. The
+    /// entry is then already the most recently used, so skipping the
+    /// cache's own lookup changes nothing in its LRU order.
+    info_memo: Option<InfoMemo>,
     /// A fence recorded only to learn progress (for cross-stream pins).
     pub(crate) progress: Option<Fence<P::Event>>,
     /// While recording a capture: an event recorded just before it began.
@@ -65,6 +77,49 @@ pub(crate) struct StreamState<P: Platform> {
     pub(crate) window: Vec<WindowUse>,
     /// Staging slices used while recording (the graph re-reads them).
     pub(crate) window_host: Vec<SliceHandle>,
+}
+
+/// Info words up to this many are remembered by the last-hit memo.
+const MEMO_WORDS: usize = 16;
+
+/// The last info-cache hit of a stream.
+pub(crate) struct InfoMemo {
+    words: heapless::Vec<u64, MEMO_WORDS>,
+    range: DeviceRange,
+}
+
+impl<P: Platform> StreamState<P> {
+    /// The info cache, to read.
+    pub(crate) fn info(&self) -> &InfoCache<(SliceHandle, DeviceRange)> {
+        &self.info
+    }
+
+    /// The info cache, to change (forgets the last-hit memo).
+    pub(crate) fn info_mut(&mut self) -> &mut InfoCache<(SliceHandle, DeviceRange)> {
+        self.info_memo = None;
+        &mut self.info
+    }
+
+    /// The device range caching `words`, marked used (a cache hit), or
+    /// `None`.
+    #[inline]
+    pub(crate) fn info_get(&mut self, words: &[u64]) -> Option<DeviceRange> {
+        if let Some(m) = &self.info_memo {
+            if m.words.as_slice() == words {
+                return Some(m.range);
+            }
+        }
+        let range = self.info.get(words).map(|&(_, r)| r);
+        self.info_memo = match range {
+            Some(range) if self.info.mode() == CacheMode::Normal => {
+                heapless::Vec::from_slice(words)
+                    .ok()
+                    .map(|words| InfoMemo { words, range })
+            }
+            _ => None,
+        };
+        range
+    }
 }
 
 /// A sealed graph and what it keeps alive.
@@ -79,9 +134,102 @@ pub(crate) struct GraphState<P: Platform> {
     pub(crate) host: Vec<SliceHandle>,
 }
 
-/// The device's state.
-pub(crate) struct Inner<P: Platform> {
+/// A loaded kernel: its name (for failure reports) and the platform's
+/// kernel, shared with launches in flight outside the device lock.
+pub(crate) struct LoadedKernel<P: Platform> {
+    pub(crate) name: KernelName,
+    /// The bindings every launch passes (declared at load).
+    pub(crate) bindings: usize,
+    pub(crate) kernel: Arc<P::Kernel>,
+}
+
+/// One stream's driver queue, behind a lock of its own so a launch can be
+/// submitted without the device lock.
+///
+/// Lock order: a lane is locked only by a thread that holds the device lock,
+/// or that took the lane while holding it and released the device lock
+/// afterwards (hand over hand). A thread holding a lane without the device
+/// lock makes one platform submission and unlocks; it never waits for
+/// another lock. So a thread waiting for a lane under the device lock waits
+/// for one submission at most, and no cycle can form.
+pub(crate) struct Lane<P: Platform> {
+    /// The platform stream, once created.
+    pub(crate) stream: Option<P::Stream>,
+    /// The bindings of the launch being submitted outside the device lock.
+    pub(crate) bindings: Vec<Binding>,
+    /// The kernel of the last launch submitted outside the device lock
+    /// (kept, so launching the same kernel again touches no shared count).
+    pub(crate) kernel: Option<(KernelId, Arc<P::Kernel>)>,
+}
+
+/// What lives outside the device lock: the platform (so `with_platform`
+/// takes no lock and a blocking call needs none) and the streams' lanes.
+pub(crate) struct Env<P: Platform, L: RawLock> {
     pub(crate) platform: P,
+    pub(crate) lanes: Box<[LaneLock<P, L>]>,
+}
+
+/// One stream's lane behind its lock, on cache lines of its own.
+pub(crate) type LaneLock<P, L> = Padded<<L as RawLock>::Mutex<Lane<P>>>;
+
+/// A value alone on its cache line(s), so threads locking their own
+/// stream's lane do not contend for a line another lane shares.
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+/// The guard of a locked lane.
+pub(crate) type LaneGuard<'a, P, L> =
+    <<L as RawLock>::Mutex<Lane<P>> as LockFamilyMutex<Lane<P>>>::Guard<'a>;
+
+impl<P: Platform, L: RawLock> Env<P, L> {
+    /// Lanes for `streams` streams, none created.
+    pub(crate) fn new(platform: P, streams: usize) -> Self {
+        let mut lanes = Vec::with_capacity(streams);
+        lanes.resize_with(streams, || {
+            Padded(L::Mutex::new(Lane {
+                stream: None,
+                bindings: Vec::new(),
+                kernel: None,
+            }))
+        });
+        Self {
+            platform,
+            lanes: lanes.into_boxed_slice(),
+        }
+    }
+
+    /// Locks `sid`'s lane.
+    pub(crate) fn lane(&self, sid: StreamId) -> Res<LaneGuard<'_, P, L>, P> {
+        self.lanes
+            .get(sid.index())
+            .map(|l| l.0.lock())
+            .ok_or_else(|| Error::InvalidArgument("stream id outside the device's lanes"))
+    }
+
+    /// Runs `f` with the platform and `sid`'s created driver stream (its lane
+    /// locked for the call).
+    pub(crate) fn on_stream<R>(
+        &self,
+        sid: StreamId,
+        f: impl FnOnce(&P, &mut P::Stream) -> R,
+    ) -> Res<R, P> {
+        let mut lane = self.lane(sid)?;
+        let stream = lane
+            .stream
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("stream not created"))?;
+        Ok(f(&self.platform, stream))
+    }
+
+    /// Records an event on `sid`.
+    pub(crate) fn record(&self, sid: StreamId) -> Res<P::Event, P> {
+        self.on_stream(sid, |p, s| p.record(s))?
+            .map_err(|e| Error::platform("record", e))
+    }
+}
+
+/// The device's state behind its lock.
+pub(crate) struct Inner<P: Platform> {
     pub(crate) id: u64,
     pub(crate) config: DeviceConfig,
     pub(crate) layout: MemoryLayout,
@@ -92,55 +240,83 @@ pub(crate) struct Inner<P: Platform> {
     pub(crate) buffers: BufferTable<SliceHandle>,
     pub(crate) taint: ErrorGraph<alloc::string::String>,
     pub(crate) host: MemoryManager<P::HostStorage>,
-    pub(crate) kernels: Vec<(KernelName, P::Kernel)>,
+    pub(crate) kernels: Vec<LoadedKernel<P>>,
     pub(crate) graphs: crate::hash::FxHashMap<GraphId, GraphState<P>>,
     pub(crate) next_graph: u64,
     /// Streams recording a capture now. While any is, no event is queried or
     /// synchronized (drivers' global capture mode forbids it).
     pub(crate) recording: u32,
-    pub(crate) pins: CrossPins<u32>,
-    pub(crate) pending: Vec<Option<PendingFree>>,
-    pub(crate) pending_vacant: Vec<u32>,
+    /// Frees waiting for other streams' uses, pinned (by key) on each
+    /// consumer until its use completes.
+    pub(crate) pins: CrossPins<Key>,
+    pub(crate) pending: Arena<PendingFree>,
     pub(crate) releases: Arc<ReleaseQueue>,
+    /// Allocations of freed buffers' handles, for the next buffers.
+    pub(crate) spare_handles: Vec<Arc<super::handle::BufferInner>>,
     pub(crate) stats: DeviceStats,
+    /// The first error of a deferred release (a dropped handle's free, a
+    /// dropped graph's destroy, a due flush) not yet taken by the user.
+    pub(crate) release_error: Option<Error<P::Error>>,
     // Scratch space reused by every operation (no allocation when warm).
     pub(crate) scratch_ops: Vec<Operand>,
     pub(crate) scratch_marks: Vec<WriteMark>,
-    pub(crate) scratch_bindings: Vec<crate::platform::Binding>,
+    pub(crate) scratch_bindings: Vec<Binding>,
     pub(crate) scratch_deferred: Vec<Deferred>,
     pub(crate) scratch_ids: Vec<BufferId>,
     pub(crate) scratch_graphs: Vec<GraphId>,
-    pub(crate) scratch_pins: Vec<u32>,
+    pub(crate) scratch_pins: Vec<Key>,
+    pub(crate) scratch_bytes: Vec<u8>,
 }
 
 /// Shorthand for results of device operations.
 pub(crate) type Res<T, P> = Result<T, Error<<P as Platform>::Error>>;
 
 impl<P: Platform> Inner<P> {
-    /// The stream's state, created on first use.
-    pub(crate) fn stream(&mut self, sid: StreamId) -> Res<&mut StreamState<P>, P> {
-        let platform = &self.platform;
+    /// The stream's state, created on first use (its driver stream goes to
+    /// its lane).
+    pub(crate) fn stream<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+    ) -> Res<&mut StreamState<P>, P> {
+        if self.streams.get(sid).is_none() {
+            self.create_stream(env, sid)?;
+        }
+        self.streams
+            .get_mut(sid)
+            .ok_or_else(|| Error::InvalidArgument("stream not created"))
+    }
+
+    #[cold]
+    fn create_stream<L: RawLock>(&mut self, env: &Env<P, L>, sid: StreamId) -> Res<(), P> {
+        self.streams.check(sid)?;
         let layout = &self.layout;
         let config = &self.config;
         let flush = self.flush;
         let recording = self.recording > 0;
+        let platform = &env.platform;
+        let mut lane = env.lane(sid)?;
         self.streams
             .get_or_create(sid, || -> Res<StreamState<P>, P> {
-                let stream = platform
-                    .create_stream()
-                    .map_err(|e| Error::platform("create_stream", e))?;
                 let storage = platform
                     .device_storage()
                     .map_err(|e| Error::platform("device_storage", e))?;
+                if lane.stream.is_none() {
+                    lane.stream = Some(
+                        platform
+                            .create_stream()
+                            .map_err(|e| Error::platform("create_stream", e))?,
+                    );
+                }
                 let mut memory = MemoryManager::new(storage, layout.clone());
                 // Holding flushes cannot fail (nothing is flushed).
                 let _ = memory.hold_flushes(recording);
                 Ok(StreamState {
-                    stream,
                     memory,
                     drops: DropQueue::with_capacity(flush, 256, 16),
                     capture: CaptureState::new(),
                     info: InfoCache::new(config.info_cache),
+                    info_memo: None,
                     progress: None,
                     before_capture: None,
                     window: Vec::new(),
@@ -150,36 +326,39 @@ impl<P: Platform> Inner<P> {
             .map_err(|e| match e {
                 crate::stream::pool::GetOrCreateError::OutOfRange(r) => Error::Stream(r),
                 crate::stream::pool::GetOrCreateError::Create(e) => e,
-            })
+            })?;
+        drop(lane);
+        // Tables indexed by stream grow with the streams in use.
+        let used = sid.index() + 1;
+        self.sync.grow(used);
+        self.plan.grow(used);
+        self.pins.grow(used);
+        self.buffers.grow(used);
+        Ok(())
     }
 
-    /// Runs `f` with the platform, `sid`'s state and a list collecting
-    /// slices to release (e.g. info-cache evictions), then stages those on
-    /// `sid`'s drop queue.
-    pub(crate) fn with_stream<R>(
+    /// Runs `f` with `sid`'s state and a list collecting slices to release
+    /// (e.g. info-cache evictions), then stages those on `sid`'s drop queue.
+    pub(crate) fn with_stream<L: RawLock, R>(
         &mut self,
+        env: &Env<P, L>,
         sid: StreamId,
-        f: impl FnOnce(&P, &mut StreamState<P>, &mut Vec<Deferred>) -> R,
+        f: impl FnOnce(&mut StreamState<P>, &mut Vec<Deferred>) -> R,
     ) -> Res<R, P> {
-        self.stream(sid)?;
+        self.stream(env, sid)?;
         let mut deferred = core::mem::take(&mut self.scratch_deferred);
         let r = {
-            let Self {
-                platform, streams, ..
-            } = self;
-            let st = streams
+            let st = self
+                .streams
                 .get_mut(sid)
-                .ok_or(Error::InvalidArgument("stream not created"))?;
-            f(platform, st, &mut deferred)
+                .ok_or_else(|| Error::InvalidArgument("stream not created"))?;
+            f(st, &mut deferred)
         };
-        let mut result = Ok(r);
         for d in deferred.drain(..) {
-            if let Err(e) = self.defer(sid, d, 0) {
-                result = Err(e);
-            }
+            self.defer(env, sid, d, 0);
         }
         self.scratch_deferred = deferred;
-        result
+        Ok(r)
     }
 
     /// The live buffer `b` of this device.
@@ -189,6 +368,16 @@ impl<P: Platform> Inner<P> {
         }
         self.buffers.get(b.id())?;
         Ok(b.id())
+    }
+
+    /// Notes the error of a deferred release: counted, and kept (the first
+    /// one) for [`Device::take_release_error`](super::Device::take_release_error),
+    /// never returned by the unrelated operation that happened to run it.
+    pub(crate) fn release_failed(&mut self, e: Error<P::Error>) {
+        self.stats.release_errors += 1;
+        if self.release_error.is_none() {
+            self.release_error = Some(e);
+        }
     }
 }
 

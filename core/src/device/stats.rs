@@ -34,6 +34,10 @@ pub struct DeviceStats {
     pub cross_stream_pins: u64,
     /// Reservations retried after reclaiming deferred frees.
     pub oom_retries: u64,
+    /// Deferred releases that failed (a dropped buffer's free, a dropped
+    /// graph's destroy, a flush of deferred frees that came due); the first
+    /// is kept for `Device::take_release_error`.
+    pub release_errors: u64,
 }
 
 /// What a device holds, for leak and invariant checks.

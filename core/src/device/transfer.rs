@@ -1,38 +1,60 @@
 //! Buffers in and out: reservation, uploads staged through the pinned host
 //! pool, downloads with the taint check.
 
-use alloc::vec;
-use alloc::vec::Vec;
-
 use super::buffer::Location;
 use super::handle::Buffer;
-use super::state::{Inner, Res, WindowUse, host_err};
+use super::launch::taint_region;
+use super::lock::RawLock;
+use super::state::{Deferred, Env, Fence, Inner, Res, WindowUse, host_err};
 use crate::error::Error;
-use crate::failure::{AllocId, Operand, Operation, Region};
-use crate::memory::MemoryError;
+use crate::failure::{AllocId, Operand, Operation};
+use crate::memory::{MemoryError, SliceHandle};
 use crate::platform::{Access, DeviceRange, HostRange, HostStorage, Platform};
 use crate::stream::{DoomReason, StreamId};
 
+/// What an allocation attempt came to.
+pub(crate) enum Alloc {
+    /// The buffer.
+    Done(Buffer),
+    /// Out of memory while deferred frees may be waiting: synchronize the
+    /// stream (without the device lock) and try once more.
+    SyncFirst,
+}
+
+/// A read whose copy is queued: what the host waits for, and where the
+/// bytes will be.
+pub(crate) struct ReadTicket<Ev> {
+    /// The buffer's size in bytes, as a host length.
+    len: usize,
+    /// The staging slice the copy writes.
+    staging: SliceHandle,
+    /// Its bytes.
+    at: DeviceRange,
+    /// The event recorded after the copy, at this cursor of the stream.
+    pub(crate) fence: Fence<Ev>,
+}
+
 impl<P: Platform> Inner<P> {
-    /// Reserves `size` bytes in `sid`'s pools. On out-of-memory, deferred
-    /// frees are reclaimed (blocking on their fences, outside a capture) and
-    /// the reservation retried once.
-    fn reserve(
+    /// Reserves `size` bytes in `sid`'s pools. With `may_sync`, out of
+    /// memory outside a capture answers `Ok(None)`: deferred frees may come
+    /// back once the stream is synchronized.
+    fn reserve<L: RawLock>(
         &mut self,
+        env: &Env<P, L>,
         sid: StreamId,
         size: u64,
-    ) -> Res<(crate::memory::SliceHandle, DeviceRange), P> {
-        self.process_releases()?;
-        let st = self.stream(sid)?;
+        may_sync: bool,
+    ) -> Res<Option<(SliceHandle, DeviceRange)>, P> {
+        self.process_releases(env);
+        let recording = self.recording > 0;
+        let st = self.stream(env, sid)?;
         match st.memory.reserve(size) {
-            Ok(r) => Ok(r),
+            Ok(r) => Ok(Some(r)),
             Err(MemoryError::OutOfMemory { .. })
-                if !st.capture.is_open() && self.recording == 0 =>
+                if may_sync && !st.capture.is_open() && !recording =>
             {
                 self.stats.oom_retries += 1;
-                self.sync_stream(sid)?;
-                let st = self.stream(sid)?;
-                Ok(st.memory.reserve(size)?)
+                Ok(None)
             }
             Err(e) => {
                 if let MemoryError::AllocationInCapture { bytes } = &e {
@@ -45,21 +67,36 @@ impl<P: Platform> Inner<P> {
     }
 
     /// A new buffer of `size` bytes in `sid`'s pools.
-    pub(crate) fn alloc(&mut self, sid: StreamId, size: u64) -> Res<Buffer, P> {
-        let (handle, range) = self.reserve(sid, size)?;
-        Ok(self.insert_buffer(sid, size, Location::Placed { handle, range }))
+    pub(crate) fn alloc<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        size: u64,
+        may_sync: bool,
+    ) -> Res<Alloc, P> {
+        Ok(match self.reserve(env, sid, size, may_sync)? {
+            Some((handle, range)) => Alloc::Done(self.insert_placed(sid, size, handle, range)?),
+            None => Alloc::SyncFirst,
+        })
     }
 
     /// A new buffer that never fails to exist: when the reservation fails it
     /// has no memory, and a failure claims it, so work over it is skipped
     /// and a read of it reports why.
-    pub(crate) fn empty(&mut self, sid: StreamId, size: u64) -> Res<Buffer, P> {
-        match self.reserve(sid, size) {
-            Ok((handle, range)) => {
-                Ok(self.insert_buffer(sid, size, Location::Placed { handle, range }))
+    pub(crate) fn empty<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        size: u64,
+        may_sync: bool,
+    ) -> Res<Alloc, P> {
+        match self.reserve(env, sid, size, may_sync) {
+            Ok(Some((handle, range))) => {
+                Ok(Alloc::Done(self.insert_placed(sid, size, handle, range)?))
             }
+            Ok(None) => Ok(Alloc::SyncFirst),
             Err(Error::Memory(e)) => {
-                let b = self.insert_buffer(sid, size, Location::Unplaced);
+                let b = self.insert_buffer(sid, size, Location::Unplaced)?;
                 let f = self.taint.reservation_failed(
                     AllocId(b.id().as_u64()),
                     size,
@@ -67,7 +104,7 @@ impl<P: Platform> Inner<P> {
                 );
                 self.stats.failures += 1;
                 self.doom(sid, DoomReason::from(f));
-                Ok(b)
+                Ok(Alloc::Done(b))
             }
             Err(other) => Err(other),
         }
@@ -77,16 +114,52 @@ impl<P: Platform> Inner<P> {
         &mut self,
         sid: StreamId,
         size: u64,
-        location: Location<crate::memory::SliceHandle>,
-    ) -> Buffer {
-        let id = self.buffers.insert(size, sid, location);
-        Buffer::new(id, size, sid, self.id, self.releases.clone())
+        location: Location<SliceHandle>,
+    ) -> Res<Buffer, P> {
+        let id = self
+            .buffers
+            .insert(size, sid, location)
+            .map_err(|_| Error::InvalidArgument("the device holds 2^32 - 1 buffers"))?;
+        let (user, kept) = Buffer::issue(
+            &mut self.spare_handles,
+            id,
+            size,
+            sid,
+            self.id,
+            &self.releases,
+        );
+        self.buffers.get_mut(id)?.kept = Some(kept);
+        Ok(user)
+    }
+
+    /// A buffer over a fresh reservation; when the table is full the
+    /// reservation goes back to the pool.
+    fn insert_placed(
+        &mut self,
+        sid: StreamId,
+        size: u64,
+        handle: SliceHandle,
+        range: DeviceRange,
+    ) -> Res<Buffer, P> {
+        let b = self.insert_buffer(sid, size, Location::Placed { handle, range });
+        if b.is_err() {
+            if let Some(st) = self.streams.get_mut(sid) {
+                let _ = st.memory.free(handle);
+            }
+        }
+        b
     }
 
     /// Queues a copy of `data` into `buffer` on `sid`, staged through the
     /// pinned host pool (the staging bytes live until the copy's fence).
-    pub(crate) fn write(&mut self, sid: StreamId, buffer: &Buffer, data: &[u8]) -> Res<(), P> {
-        self.process_releases()?;
+    pub(crate) fn write<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        buffer: &Buffer,
+        data: &[u8],
+    ) -> Res<(), P> {
+        self.process_releases(env);
         let id = self.check_buffer(buffer)?;
         let slot = self.buffers.get(id)?;
         if data.len() as u64 != slot.size {
@@ -97,14 +170,14 @@ impl<P: Platform> Inner<P> {
         if data.is_empty() {
             return Err(Error::InvalidArgument("empty write"));
         }
-        let region = Region::new(AllocId(id.as_u64()), 0, slot.size);
+        let region = taint_region(id, slot.size);
         let Some(dst) = slot.range() else {
             return Err(self.taint.check_read(region).err().map_or(
                 Error::InvalidArgument("buffer has no memory"),
                 Error::Tainted,
             ));
         };
-        self.stream(sid)?;
+        self.stream(env, sid)?;
         let bytes = data.len() as u64;
         // From here on a failure leaves the write undone: an open window on
         // `sid` would miss it, so it is doomed.
@@ -124,7 +197,7 @@ impl<P: Platform> Inner<P> {
         }
         self.scratch_marks.clear();
         self.push_marks(id, Access::Write)?;
-        if let Err(e) = self.wait_for_marks(sid) {
+        if let Err(e) = self.wait_for_marks(env, sid) {
             let _ = self.host.free(h);
             self.doom_platform(sid, "wait", &e);
             return Err(e);
@@ -139,19 +212,18 @@ impl<P: Platform> Inner<P> {
             region,
             access: Access::Write,
         });
-        let (recording, copied) = self.with_stream(sid, |platform, st, _| {
-            (
-                st.capture.is_recording(),
-                platform.copy_to_device(&mut st.stream, src, dst),
-            )
-        })?;
+        let recording = self
+            .streams
+            .get(sid)
+            .is_some_and(|s| s.capture.is_recording());
+        let copied = env.on_stream(sid, |p, s| p.copy_to_device(s, src, dst))?;
         if let Err(e) = copied {
             let _ = self.host.free(h);
             return Err(self.work_failed(sid, "copy_to_device", Operation::CopyToDevice, e));
         }
         self.stats.uploads += 1;
         if recording {
-            let st = self.stream(sid)?;
+            let st = self.stream(env, sid)?;
             st.window.push(WindowUse {
                 buffer: buffer.clone(),
                 access: Access::Write,
@@ -161,62 +233,144 @@ impl<P: Platform> Inner<P> {
             self.taint.succeeded(&self.scratch_ops);
             self.mark_use(id, sid, cursor, Access::Write)?;
         }
-        self.retire_host(sid, h, bytes)
+        self.retire_host(env, sid, h, bytes)
     }
 
-    /// Copies `buffer` back to the host through `sid` and waits for it.
-    /// Fails with the taint report when a failure claims any of its bytes.
-    pub(crate) fn read(&mut self, sid: StreamId, buffer: &Buffer) -> Res<Vec<u8>, P> {
-        self.process_releases()?;
+    /// The submit half of a read: checks the taint graph, queues the copy
+    /// of `buffer` into a staging slice on `sid` and records the event the
+    /// host will wait for. Fails with the taint report when a failure
+    /// claims any of its bytes.
+    ///
+    /// Once the copy is queued the staging slice is never freed before a
+    /// fence after the copy has passed: when recording the event fails, it
+    /// goes to the drop queue and the error is returned.
+    pub(crate) fn read_submit<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        buffer: &Buffer,
+    ) -> Res<ReadTicket<P::Event>, P> {
+        self.process_releases(env);
         let id = self.check_buffer(buffer)?;
-        self.stream(sid)?;
+        self.stream(env, sid)?;
         if self.recording > 0 {
             return Err(Error::NotWhileCapturing { op: "read" });
         }
         let slot = self.buffers.get(id)?;
         let size = slot.size;
-        self.taint
-            .check_read(Region::new(AllocId(id.as_u64()), 0, size))?;
+        self.taint.check_read(taint_region(id, size))?;
         let src = slot
             .range()
-            .ok_or(Error::InvalidArgument("buffer has no memory"))?;
-        let (h, hr) = self.host.reserve(size).map_err(host_err::<P>)?;
-        let result = self.read_staged(sid, id, src, hr, size);
-        let freed = self.host.free(h).map_err(host_err::<P>);
-        let out = result?;
-        freed?;
-        Ok(out)
-    }
-
-    fn read_staged(
-        &mut self,
-        sid: StreamId,
-        id: super::buffer::BufferId,
-        src: DeviceRange,
-        hr: DeviceRange,
-        size: u64,
-    ) -> Res<Vec<u8>, P> {
+            .ok_or_else(|| Error::InvalidArgument("buffer has no memory"))?;
+        let len = usize::try_from(size).map_err(|_| {
+            Error::InvalidArgument("the buffer is larger than this host's address space")
+        })?;
+        let (staging, at) = self.host.reserve(size).map_err(host_err::<P>)?;
         self.scratch_marks.clear();
         self.push_marks(id, Access::Read)?;
-        self.wait_for_marks(sid)?;
+        if let Err(e) = self.wait_for_marks(env, sid) {
+            // Nothing uses the staging slice yet.
+            let _ = self.host.free(staging);
+            return Err(e);
+        }
         let dst = HostRange {
-            page: hr.page,
-            offset: hr.offset,
+            page: at.page,
+            offset: at.offset,
             len: size,
         };
-        self.with_stream(sid, |platform, st, _| {
-            platform.copy_to_host(&mut st.stream, src, dst)
-        })?
-        .map_err(|e| Error::platform("copy_to_host", e))?;
+        let copied = env
+            .on_stream(sid, |p, s| p.copy_to_host(s, src, dst))
+            .and_then(|r| r.map_err(|e| Error::platform("copy_to_host", e)));
+        if let Err(e) = copied {
+            // The copy was not queued.
+            let _ = self.host.free(staging);
+            return Err(e);
+        }
         let cursor = self.sync.submit(sid)?;
         self.mark_use(id, sid, cursor, Access::Read)?;
         self.stats.downloads += 1;
-        self.sync_stream(sid)?;
-        let mut out = vec![0u8; size as usize];
-        self.host
+        // Seal what is staged so the wait covers it too.
+        if let Err(e) = self.flush(env, sid) {
+            self.release_failed(e);
+        }
+        match env.record(sid) {
+            Ok(event) => {
+                self.stats.events_recorded += 1;
+                Ok(ReadTicket {
+                    len,
+                    staging,
+                    at,
+                    fence: Fence { cursor, event },
+                })
+            }
+            Err(e) => {
+                // The copy may still be queued: the slice waits for a fence.
+                self.defer(env, sid, Deferred::Host(staging), size);
+                Err(e)
+            }
+        }
+    }
+
+    /// The complete half of a read: the host waited for the ticket's event
+    /// (`waited`). On success copies the staged bytes into `out` (exactly
+    /// the buffer's size) and frees the staging slice; on failure the copy
+    /// may still be queued, so the slice goes to the drop queue, never back
+    /// to the pool.
+    pub(crate) fn read_complete<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        ticket: ReadTicket<()>,
+        waited: Result<(), P::Error>,
+        out: &mut [u8],
+    ) -> Res<(), P> {
+        let ReadTicket {
+            staging,
+            at,
+            fence: Fence { cursor, .. },
+            ..
+        } = ticket;
+        if let Err(e) = waited {
+            self.defer(env, sid, Deferred::Host(staging), at.len);
+            return Err(Error::platform("synchronize", e));
+        }
+        let read = self
+            .host
             .storage()
-            .read(hr.page, hr.offset, &mut out)
-            .map_err(|e| Error::platform("host_read", e))?;
-        Ok(out)
+            .read(at.page, at.offset, out)
+            .map_err(|e| Error::platform("host_read", e));
+        // The copy completed: the slice is free.
+        let freed = self.host.free(staging).map_err(host_err::<P>);
+        if let Err(e) = self.sync_complete(env, sid, cursor) {
+            self.release_failed(e);
+        }
+        read?;
+        freed
+    }
+}
+
+impl<Ev> ReadTicket<Ev> {
+    /// Splits off the event to wait for.
+    pub(crate) fn take_event(self) -> (ReadTicket<()>, Ev) {
+        let ReadTicket {
+            len,
+            staging,
+            at,
+            fence: Fence { cursor, event },
+        } = self;
+        (
+            ReadTicket {
+                len,
+                staging,
+                at,
+                fence: Fence { cursor, event: () },
+            },
+            event,
+        )
+    }
+
+    /// The buffer's size in bytes (it fits the host's address space).
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 }

@@ -152,11 +152,11 @@ impl<E> ErrorGraph<E> {
     /// them, and any launch or copy with an operand over them is skipped.
     ///
     /// `alloc` should be fresh; claims it still held are released first. A
-    /// zero-byte reservation has nothing to claim: its failure is pruned at
-    /// once.
+    /// zero-byte reservation claims byte 0 all the same (a buffer of no
+    /// bytes still carries the failure that says why it has no memory).
     pub fn reservation_failed(&mut self, alloc: AllocId, bytes: u64, error: E) -> FailureId {
         self.free(alloc);
-        let region = Region::new(alloc, 0, bytes);
+        let region = Region::new(alloc, 0, bytes.max(1));
         let id = self.mint(
             Cause::new(Operation::Reserve { bytes }, error),
             Box::new([region]),

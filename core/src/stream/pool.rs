@@ -46,28 +46,37 @@ impl fmt::Display for StreamOutOfRange {
 
 impl core::error::Error for StreamOutOfRange {}
 
-/// A lazily filled, bounded table of streams.
+/// A lazily filled, bounded table of streams. The table itself grows to
+/// the highest stream created, so memory follows the streams in use, not
+/// the bound.
 #[derive(Debug)]
 pub struct StreamPool<T> {
     slots: Vec<Option<T>>,
     ordinary: usize,
+    capacity: usize,
 }
 
 impl<T> StreamPool<T> {
     /// A pool of `ordinary` user streams plus `special` reserved streams.
-    /// Allocates the slot table once; streams themselves are created lazily.
+    /// Allocates nothing: streams and their slots are created lazily.
+    /// Every slot has a [`StreamId`]: special streams past id `u16::MAX`
+    /// are not made.
     pub fn new(ordinary: u16, special: u16) -> Self {
-        let total = ordinary as usize + special as usize;
-        let mut slots = Vec::with_capacity(total);
-        slots.resize_with(total, || None);
+        let total = (usize::from(ordinary) + usize::from(special)).min(usize::from(u16::MAX) + 1);
         Self {
-            slots,
+            slots: Vec::new(),
             ordinary: ordinary as usize,
+            capacity: total,
         }
     }
 
     /// Total number of slots (ordinary + special).
     pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Slots held in memory: up to the highest stream created.
+    pub fn slots_in_use(&self) -> usize {
         self.slots.len()
     }
 
@@ -78,18 +87,19 @@ impl<T> StreamPool<T> {
 
     /// The id of the `n`-th special stream, if it exists.
     pub fn special(&self, n: u16) -> Option<StreamId> {
-        let idx = self.ordinary + n as usize;
-        (idx < self.slots.len()).then_some(StreamId(idx as u16))
+        let idx = self.ordinary + usize::from(n);
+        // Every index below the capacity fits a `u16` (see `new`).
+        (idx < self.capacity).then_some(StreamId(idx as u16))
     }
 
     /// Checks that `id` addresses a slot.
     pub fn check(&self, id: StreamId) -> Result<(), StreamOutOfRange> {
-        if id.index() < self.slots.len() {
+        if id.index() < self.capacity {
             Ok(())
         } else {
             Err(StreamOutOfRange {
                 id,
-                capacity: self.slots.len(),
+                capacity: self.capacity,
             })
         }
     }
@@ -111,7 +121,11 @@ impl<T> StreamPool<T> {
         id: StreamId,
         create: impl FnOnce() -> Result<T, E>,
     ) -> Result<&mut T, GetOrCreateError<E>> {
-        let capacity = self.slots.len();
+        self.check(id).map_err(GetOrCreateError::OutOfRange)?;
+        if self.slots.len() <= id.index() {
+            self.slots.resize_with(id.index() + 1, || None);
+        }
+        let capacity = self.capacity;
         let slot = self
             .slots
             .get_mut(id.index())
@@ -190,6 +204,16 @@ mod tests {
             pool.iter().map(|(id, v)| (id.0, *v)).collect::<Vec<_>>(),
             [(1, 41)]
         );
+    }
+
+    /// Special streams past id `u16::MAX` do not exist (their index used to
+    /// be cast to `u16`, so `special(1)` of a full pool named stream 0).
+    #[test]
+    fn special_ids_never_wrap() {
+        let pool: StreamPool<u8> = StreamPool::new(u16::MAX, 2);
+        assert_eq!(pool.special(0), Some(StreamId(u16::MAX)));
+        assert_eq!(pool.special(1), None);
+        assert_eq!(pool.capacity(), usize::from(u16::MAX) + 1);
     }
 
     #[test]

@@ -61,6 +61,15 @@ impl WaitPlan {
         }
     }
 
+    /// Makes room for `streams` streams (never shrinks).
+    pub fn grow(&mut self, streams: usize) {
+        if self.need.len() < streams {
+            self.need.resize(streams, 0);
+            self.producers
+                .reserve(streams.saturating_sub(self.producers.len()));
+        }
+    }
+
     /// The producers to wait on, with the cursor each wait must cover, in
     /// the order they were first needed.
     pub fn waits(&self) -> impl Iterator<Item = (StreamId, Cursor)> + '_ {
@@ -84,7 +93,10 @@ impl WaitPlan {
     }
 }
 
-/// Cursors and the last-synced matrix of a fixed set of streams.
+/// Cursors and the last-synced matrix of the streams in use: it starts at
+/// the streams it is built for and [`grows`](SyncTable::grow) as higher
+/// stream ids come into use, so its memory follows the streams used, not
+/// the streams a device could have.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyncTable {
     n: usize,
@@ -110,6 +122,24 @@ impl SyncTable {
     /// Number of streams tracked.
     pub fn streams(&self) -> usize {
         self.n
+    }
+
+    /// Tracks streams `0..streams` (never shrinks; new streams start at
+    /// cursor 0, synced with nothing). Reallocates the matrix: call it when
+    /// a stream comes into use, not per submission.
+    pub fn grow(&mut self, streams: usize) {
+        let (n, m) = (self.n, streams);
+        if m <= n {
+            return;
+        }
+        let mut synced = vec![0; m * m];
+        for a in 0..n {
+            synced[a * m..a * m + n].copy_from_slice(&self.synced[a * n..a * n + n]);
+        }
+        self.synced = synced;
+        self.cursor.resize(m, 0);
+        self.completed.resize(m, 0);
+        self.n = m;
     }
 
     fn check(&self, s: StreamId) -> Result<usize, UnknownStream> {
@@ -245,6 +275,13 @@ impl<H> CrossPins<H> {
         let mut per_consumer = Vec::with_capacity(streams);
         per_consumer.resize_with(streams, Default::default);
         Self { per_consumer }
+    }
+
+    /// Makes room for consumers `0..streams` (never shrinks).
+    pub fn grow(&mut self, streams: usize) {
+        if self.per_consumer.len() < streams {
+            self.per_consumer.resize_with(streams, Default::default);
+        }
     }
 
     /// Pins `handle` until `consumer` completes `cursor`. Pins may come in any
@@ -395,6 +432,43 @@ mod tests {
             )
             .is_empty()
         );
+    }
+
+    /// Growing the table keeps every cursor, sync and completion, and the
+    /// new streams start knowing nothing: the same answers as a table built
+    /// at the larger size from the start.
+    #[test]
+    fn growing_keeps_history() {
+        let ops = |t: &mut SyncTable| {
+            let cb = t.submit(B).unwrap();
+            t.synced(A, B, cb).unwrap();
+            t.submit(A).unwrap();
+            t.completed(A, 1).unwrap();
+        };
+        let mut grown = SyncTable::new(0);
+        grown.grow(2);
+        ops(&mut grown);
+        grown.grow(3);
+        grown.grow(2); // never shrinks
+        let mut full = SyncTable::new(3);
+        ops(&mut full);
+        assert_eq!(grown, full);
+        assert_eq!(grown.streams(), 3);
+        let cc = grown.submit(C).unwrap();
+        full.submit(C).unwrap();
+        let mark = [WriteMark {
+            stream: C,
+            cursor: cc,
+        }];
+        assert_eq!(plan_of(&grown, A, &mark), plan_of(&full, A, &mark));
+        let mut plan = WaitPlan::new(0);
+        plan.grow(3);
+        grown.plan(A, mark, &mut plan).unwrap();
+        assert_eq!(plan.waits().collect::<Vec<_>>(), [(C, cc)]);
+        let mut pins: CrossPins<u8> = CrossPins::new(0);
+        pins.grow(3);
+        pins.pin(C, 1, 7).unwrap();
+        assert_eq!(pins.total(), 1);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::vec::Vec;
 use streamcore::device::{Arg, Buffer, Device, DeviceConfig, Graph, KernelId, Launched};
 use streamcore::drop_queue::FlushPolicy;
 use streamcore::error::Error;
+use streamcore::failure::FailureId;
 use streamcore::memory::{MemoryError, MemoryLayout, MemoryPolicy, OomCause, PoolSpec};
 use streamcore::platform::{Access, ErrorKind, PlatformError};
 use streamcore::stream::{CaptureError, DoomReason, Phase, StreamId};
@@ -178,15 +179,15 @@ impl Driver {
             });
         }
         let device = Device::new(faults.clone(), config).map_err(|e| teardown(e.to_string()))?;
-        let mut ks = [KernelId(0); 4];
-        for (i, k) in [Kernel::Fill, Kernel::Scale, Kernel::Add, Kernel::Incr]
-            .into_iter()
-            .enumerate()
-        {
-            ks[i] = device
-                .load_kernel(&kernels::source(k))
-                .map_err(|e| teardown(e.to_string()))?;
+        let mut ks = Vec::with_capacity(4);
+        for k in [Kernel::Fill, Kernel::Scale, Kernel::Add, Kernel::Incr] {
+            ks.push(
+                device
+                    .load_kernel(&kernels::source(k))
+                    .map_err(|e| teardown(e.to_string()))?,
+            );
         }
+        let ks: [KernelId; 4] = [ks[0], ks[1], ks[2], ks[3]];
         // Create every stream now, in id order, so mock stream `i` is core
         // stream `i`.
         for s in 0..streams {
@@ -833,8 +834,67 @@ impl Driver {
                 ));
             }
         };
+        if outcome == Outcome::Refused {
+            self.claim_refused_window(&st.window, st.doom)?;
+        }
         self.close_window(s);
         Ok(outcome)
+    }
+
+    /// A refused window never ran what it recorded: the device claims every
+    /// buffer its launches and writes would have written, with the failure
+    /// that doomed it while that failure is live, otherwise with one new
+    /// failure (learnt here from a buffer the harness holds).
+    fn claim_refused_window(&mut self, window: &[MOp], doom: Option<Doom>) -> Result<(), String> {
+        let mut outputs: Vec<BufId> = Vec::new();
+        for op in window {
+            match op {
+                MOp::Launch { args, .. } => {
+                    outputs.extend(args.iter().filter(|(_, a)| a.writes()).map(|(b, _)| *b))
+                }
+                MOp::Write { buf, .. } => outputs.push(*buf),
+            }
+        }
+        outputs.sort_unstable();
+        outputs.dedup();
+        if outputs.is_empty() {
+            return Ok(());
+        }
+        let live = |f: FailureId| self.model.live_bufs().any(|(_, m)| m.claim == Some(f));
+        let expected = match doom {
+            Some(Doom::Failure(f)) if live(f) => Some(f),
+            _ => None,
+        };
+        let mut claim = expected;
+        for &b in &outputs {
+            let Some((_, h)) = self.bufs.iter().find(|(x, _)| *x == b) else {
+                continue;
+            };
+            let got = self.device.failure_of(h);
+            match (claim, got) {
+                (_, None) => {
+                    return Err(format!(
+                        "buffer {b}, written by a refused window, is not claimed"
+                    ));
+                }
+                (None, Some(g)) => claim = Some(g),
+                (Some(c), Some(g)) if c != g => {
+                    return Err(format!(
+                        "buffer {b}, written by a refused window, is claimed by {g}; expected {c}"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let Some(claim) = claim else {
+            return Err("no buffer the harness holds shows the failure of a refused window".into());
+        };
+        for b in outputs {
+            if self.model.bufs[b].is_some() && !self.model.buf(b).unplaced {
+                self.model.buf_mut(b).claim = Some(claim);
+            }
+        }
+        Ok(())
     }
 
     fn abort(&mut self, s: usize) -> Result<Outcome, String> {

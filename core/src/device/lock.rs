@@ -1,0 +1,169 @@
+//! The lock a device's host picks.
+//!
+//! A [`Device`](super::Device) keeps its bookkeeping behind one lock and each
+//! stream's driver queue behind a lock of its own; which kind of lock is the
+//! host's choice, as embassy-sync's `RawMutex` and `lock_api` make it: a spin
+//! lock where nothing can sleep (firmware without an operating system), a
+//! parking mutex under `std`, a plain `RefCell` for a single context, or a
+//! critical-section lock a host writes itself.
+//!
+//! The core forbids `unsafe`, so the trait is over whole mutexes (a safe
+//! `new` and a guard), not over raw lock words: [`RawLock`] names a family,
+//! [`LockFamilyMutex`] is one mutex of it.
+//!
+//! Whatever the lock, the device never holds it across a call that blocks
+//! (a host synchronization, a kernel compile, an out-of-memory wait), and it
+//! holds a stream's lock without the device lock only around one driver
+//! submission, so even a spin lock spins for microseconds at most.
+
+use core::ops::DerefMut;
+
+/// A family of mutexes: the lock a device uses for its state and its
+/// streams. Pick one with `Device<P, L>`; [`DefaultLock`] otherwise.
+pub trait RawLock: 'static {
+    /// The mutex over a `T`.
+    type Mutex<T>: LockFamilyMutex<T>;
+}
+
+/// One mutex of a [`RawLock`] family.
+pub trait LockFamilyMutex<T> {
+    /// Exclusive access to the value; the lock is released when it drops.
+    type Guard<'a>: DerefMut<Target = T>
+    where
+        Self: 'a;
+
+    /// A mutex holding `value`.
+    fn new(value: T) -> Self;
+
+    /// Takes the lock, waiting (spinning, parking) as the family does.
+    ///
+    /// # Panics
+    ///
+    /// A family MAY panic when the lock is taken again by the context that
+    /// holds it (`RefCell` does); the device never does that.
+    fn lock(&self) -> Self::Guard<'_>;
+
+    /// The value, without locking (the mutex is not shared).
+    fn get_mut(&mut self) -> &mut T;
+}
+
+/// A spin lock (`spin::Mutex`): works everywhere, with or without an
+/// operating system. The default without the `std` feature.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct SpinLock;
+
+impl RawLock for SpinLock {
+    type Mutex<T> = spin::Mutex<T>;
+}
+
+impl<T> LockFamilyMutex<T> for spin::Mutex<T> {
+    type Guard<'a>
+        = spin::MutexGuard<'a, T>
+    where
+        Self: 'a;
+
+    fn new(value: T) -> Self {
+        spin::Mutex::new(value)
+    }
+
+    fn lock(&self) -> spin::MutexGuard<'_, T> {
+        spin::Mutex::lock(self)
+    }
+
+    fn get_mut(&mut self) -> &mut T {
+        spin::Mutex::get_mut(self)
+    }
+}
+
+/// No lock at all, for a device used from one context only (embassy's
+/// `NoopRawMutex`): a `RefCell`, so a device on it is neither `Send` nor
+/// `Sync` and the compiler keeps it on its thread.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct LocalLock;
+
+impl RawLock for LocalLock {
+    type Mutex<T> = core::cell::RefCell<T>;
+}
+
+impl<T> LockFamilyMutex<T> for core::cell::RefCell<T> {
+    type Guard<'a>
+        = core::cell::RefMut<'a, T>
+    where
+        Self: 'a;
+
+    fn new(value: T) -> Self {
+        core::cell::RefCell::new(value)
+    }
+
+    fn lock(&self) -> core::cell::RefMut<'_, T> {
+        self.borrow_mut()
+    }
+
+    fn get_mut(&mut self) -> &mut T {
+        core::cell::RefCell::get_mut(self)
+    }
+}
+
+/// The standard library's mutex: waiting threads sleep instead of spinning.
+/// The default with the `std` feature. A lock poisoned by a panicking thread
+/// is taken anyway (the device's state stays consistent across a panic in a
+/// caller's code: no caller code runs under the lock).
+#[cfg(feature = "std")]
+#[derive(Copy, Clone, Debug, Default)]
+pub struct StdLock;
+
+#[cfg(feature = "std")]
+impl RawLock for StdLock {
+    type Mutex<T> = std::sync::Mutex<T>;
+}
+
+#[cfg(feature = "std")]
+impl<T> LockFamilyMutex<T> for std::sync::Mutex<T> {
+    type Guard<'a>
+        = std::sync::MutexGuard<'a, T>
+    where
+        Self: 'a;
+
+    fn new(value: T) -> Self {
+        std::sync::Mutex::new(value)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, T> {
+        std::sync::Mutex::lock(self).unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn get_mut(&mut self) -> &mut T {
+        std::sync::Mutex::get_mut(self).unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The lock `Device<P>` uses: `StdLock` with the `std` feature,
+/// [`SpinLock`] without.
+#[cfg(feature = "std")]
+pub type DefaultLock = StdLock;
+
+/// The lock `Device<P>` uses: `StdLock` with the `std` feature,
+/// [`SpinLock`] without.
+#[cfg(not(feature = "std"))]
+pub type DefaultLock = SpinLock;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bump<L: RawLock>() -> u32 {
+        let mut m = <L::Mutex<u32> as LockFamilyMutex<u32>>::new(1);
+        *m.lock() += 1;
+        *m.get_mut() += 1;
+        let g = m.lock();
+        *g
+    }
+
+    #[test]
+    fn every_family_locks_and_gives_access() {
+        assert_eq!(bump::<SpinLock>(), 3);
+        assert_eq!(bump::<LocalLock>(), 3);
+        #[cfg(feature = "std")]
+        assert_eq!(bump::<StdLock>(), 3);
+    }
+}

@@ -1,0 +1,108 @@
+//! Unit tests of the device's internals.
+
+use super::{Device, DeviceConfig, LockFamilyMutex, MAX_STREAMS};
+use crate::null::Null;
+use crate::stream::StreamId;
+
+/// Issue 14 item 6: the tables indexed by stream follow the streams in use,
+/// not the streams the device could have (the sync table is square).
+#[test]
+fn tables_grow_with_the_streams_in_use() {
+    let d = Device::new(Null, DeviceConfig::with_streams(MAX_STREAMS)).unwrap();
+    let tracked = |d: &Device<Null>| LockFamilyMutex::lock(&d.shared.state).sync.streams();
+    let slots = |d: &Device<Null>| {
+        LockFamilyMutex::lock(&d.shared.state)
+            .streams
+            .slots_in_use()
+    };
+    assert_eq!((tracked(&d), slots(&d)), (0, 0), "nothing up front");
+    let a = d.alloc(StreamId(0), 64).unwrap();
+    assert_eq!(tracked(&d), 1);
+    let b = d.alloc(StreamId(5), 64).unwrap();
+    assert_eq!((tracked(&d), slots(&d)), (6, 6));
+    {
+        let inner = LockFamilyMutex::lock(&d.shared.state);
+        assert_eq!(inner.plan.waits().count(), 0);
+        assert_eq!(inner.buffers.get(a.id()).unwrap().last_use.len(), 6);
+        assert_eq!(inner.buffers.get(b.id()).unwrap().last_use.len(), 6);
+    }
+    drop((a, b));
+    d.sync_all().unwrap();
+}
+
+/// The last-hit memo in front of the info cache keeps its LRU order: a
+/// repeated hit changes nothing, a hit on another entry makes that one the
+/// most recent, and the least recent is what an insert evicts.
+#[test]
+fn the_info_memo_keeps_the_cache_lru_order() {
+    use crate::info_cache::CachePolicy;
+    use crate::platform::{KernelSource, LaunchDims};
+    let mut config = DeviceConfig::with_streams(1);
+    config.info_cache = CachePolicy::new(2, 1 << 20);
+    let d = Device::new(Null, config).unwrap();
+    let k = d
+        .load_kernel(&KernelSource {
+            name: "k",
+            source: "",
+            bindings: 2,
+        })
+        .unwrap();
+    let out = d.alloc(StreamId(0), 64).unwrap();
+    let launch = |w: u64| {
+        let r = d.launch(
+            StreamId(0),
+            k,
+            LaunchDims::linear(1, 1),
+            &[out.write()],
+            &[w],
+        );
+        assert_eq!(r.unwrap(), super::Launched::Queued);
+        let s = d.stats();
+        (s.info_hits, s.info_misses)
+    };
+    assert_eq!(launch(1), (0, 1)); // [1]
+    assert_eq!(launch(1), (1, 1)); // memo hit
+    assert_eq!(launch(2), (1, 2)); // [2, 1]
+    assert_eq!(launch(2), (2, 2)); // memo hit
+    assert_eq!(launch(1), (3, 2)); // cache hit: [1, 2]
+    assert_eq!(launch(1), (4, 2)); // memo hit
+    assert_eq!(launch(3), (4, 3)); // evicts 2: [3, 1]
+    assert_eq!(launch(1), (5, 3)); // still cached
+    assert_eq!(launch(2), (5, 4)); // evicted, uploaded again: [2, 1], 3 evicted
+    assert_eq!(launch(3), (5, 5)); // 3 was evicted
+    assert_eq!(d.info_census(StreamId(0)).unwrap().entries, 2);
+}
+
+/// A device on `LocalLock` (a `RefCell`: one context) runs the whole API;
+/// nothing takes one of its locks twice (a `RefCell` would panic).
+#[test]
+fn a_single_context_device_runs_on_local_lock() {
+    use super::{Launched, LocalLock};
+    use crate::platform::{KernelSource, LaunchDims};
+    let d = Device::<_, LocalLock>::with_lock(Null, DeviceConfig::with_streams(2)).unwrap();
+    let k = d
+        .load_kernel(&KernelSource {
+            name: "k",
+            source: "",
+            bindings: 3,
+        })
+        .unwrap();
+    let (s0, s1) = (StreamId(0), StreamId(1));
+    let a = d.upload(s1, &[1, 2, 3, 4]).unwrap();
+    let b = d.alloc(s0, 4).unwrap();
+    let dims = LaunchDims::linear(1, 4);
+    let run = || d.launch(s0, k, dims, &[a.read(), b.write()], &[4]).unwrap();
+    assert_eq!(run(), Launched::Queued);
+    assert_eq!(d.read(s0, &b).unwrap().len(), 4);
+    d.with_platform(|_| d.sync(s1)).unwrap();
+    d.prepare(s0).unwrap();
+    assert_eq!(run(), Launched::Queued);
+    d.begin_capture(s0).unwrap();
+    assert_eq!(run(), Launched::Queued);
+    let g = d.end_capture(s0).unwrap();
+    assert_eq!(d.replay(&g).unwrap(), Launched::Queued);
+    drop((a, b, g));
+    d.sync_all().unwrap();
+    let c = d.census();
+    assert_eq!((c.buffers, c.graphs, c.deferred), (0, 0, 0));
+}

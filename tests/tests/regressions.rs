@@ -1,0 +1,226 @@
+//! Regression tests of the device on the mock (real bytes, the hazard
+//! checker, fault injection): each failed before its fix.
+
+use streamcore::device::{Device, DeviceConfig, Launched};
+use streamcore::error::Error;
+use streamcore::platform::ErrorKind;
+use streamcore::stream::{CaptureError, DoomReason, StreamId};
+use streamcore_mock::fault::{Effect, FaultInjector, FaultPlan, Rule, Site, Trigger};
+use streamcore_mock::{MockConfig, MockPlatform};
+use streamcore_tests::kernels::{self, bytes, dims, words};
+
+const S0: StreamId = StreamId(0);
+const S1: StreamId = StreamId(1);
+
+type Mock = FaultInjector<MockPlatform>;
+
+fn device(streams: u16) -> Device<Mock> {
+    let mock = MockPlatform::with_config(MockConfig::default().seed(7)).unwrap();
+    kernels::register_mock(&mock);
+    Device::new(
+        FaultInjector::new(mock, FaultPlan::new()),
+        DeviceConfig::with_streams(streams),
+    )
+    .unwrap()
+}
+
+fn fail_next(d: &Device<Mock>, site: Site) {
+    d.with_platform(|p| {
+        p.add_rule(Rule {
+            site,
+            trigger: Trigger::Nth(1),
+            effect: Effect::Fail(ErrorKind::Other),
+        })
+    });
+}
+
+fn assert_no_hazards(d: &Device<Mock>) {
+    d.with_platform(|p| p.inner().assert_no_hazards());
+}
+
+/// Issue 14 item 1: a read whose host synchronization fails must not free
+/// its staging slice while the copy into it may still be queued — the next
+/// upload would reuse it and the queued copy overwrite it.
+#[test]
+fn a_read_whose_sync_fails_keeps_its_staging_until_a_fence() {
+    let d = device(1);
+    let n = 64;
+    let a = d.upload(S0, &bytes(&vec![1; n])).unwrap();
+    d.sync_all().unwrap();
+    fail_next(&d, Site::Synchronize);
+    assert!(matches!(
+        d.read(S0, &a),
+        Err(Error::Platform {
+            op: "synchronize",
+            ..
+        })
+    ));
+    let b = d.upload(S0, &bytes(&vec![2; n])).unwrap();
+    assert_eq!(words(&d.read(S0, &b).unwrap()), vec![2; n]);
+    assert_eq!(words(&d.read(S0, &a).unwrap()), vec![1; n]);
+    drop((a, b));
+    d.sync_all().unwrap();
+    assert_eq!(d.census().deferred, 0, "the staging slice came back");
+    assert_no_hazards(&d);
+}
+
+/// Issue 14 item 1, second half: the event recorded after the copy fails.
+#[test]
+fn a_read_whose_event_record_fails_keeps_its_staging_until_a_fence() {
+    let d = device(1);
+    let n = 64;
+    let a = d.upload(S0, &bytes(&vec![3; n])).unwrap();
+    d.sync_all().unwrap();
+    fail_next(&d, Site::Record);
+    assert!(matches!(
+        d.read(S0, &a),
+        Err(Error::Platform { op: "record", .. })
+    ));
+    let b = d.upload(S0, &bytes(&vec![4; n])).unwrap();
+    assert_eq!(words(&d.read(S0, &b).unwrap()), vec![4; n]);
+    assert_eq!(words(&d.read(S0, &a).unwrap()), vec![3; n]);
+    drop((a, b));
+    d.sync_all().unwrap();
+    assert_eq!(d.census().deferred, 0);
+    assert_no_hazards(&d);
+}
+
+/// Issue 14 item 2, a refusal that is not a failure: work asked for inside
+/// the window failed on the platform (dooming it), so nothing the window
+/// recorded ran — its outputs are claimed by a new failure naming the
+/// refusal, not left holding the warm-up's bytes.
+#[test]
+fn a_window_refused_for_a_platform_error_claims_its_outputs() {
+    let d = device(1);
+    let scale = d.load_kernel(&kernels::SCALE).unwrap();
+    let n = 64;
+    let x = d.upload(S0, &bytes(&vec![1; n])).unwrap();
+    let y = d.alloc(S0, 4 * n as u64).unwrap();
+    let z = d.alloc(S0, 4 * n as u64).unwrap();
+    let info = [n as u64, 5];
+    d.prepare(S0).unwrap();
+    let run = |d: &Device<Mock>| d.launch(S0, scale, dims(n), &[x.read(), y.write()], &info);
+    assert_eq!(run(&d).unwrap(), Launched::Queued);
+    d.write(S0, &z, &bytes(&vec![9; n])).unwrap();
+    d.begin_capture(S0).unwrap();
+    assert_eq!(run(&d).unwrap(), Launched::Queued);
+    // The write's staging copy into pinned memory fails: the window dooms.
+    fail_next(&d, Site::HostWrite);
+    assert!(d.write(S0, &z, &bytes(&vec![7; n])).is_err());
+    assert!(matches!(
+        d.end_capture(S0),
+        Err(Error::Capture(CaptureError::Doomed(
+            DoomReason::Platform { .. }
+        )))
+    ));
+    let failure = d.failure_of(&y).expect("the window's output is claimed");
+    match d.read(S0, &y) {
+        Err(Error::Tainted(r)) => {
+            assert_eq!(r.failure, failure);
+            assert!(r.root.contains("the capture on stream 0"), "{r}");
+        }
+        other => panic!("read of a refused window's output: {other:?}"),
+    }
+    // `z` was not written inside the window (its write failed before it
+    // was queued): it keeps its bytes and no claim.
+    assert_eq!(d.failure_of(&z), None);
+    assert_eq!(words(&d.read(S0, &z).unwrap()), vec![9; n]);
+    // Rewriting clears the claim.
+    assert_eq!(run(&d).unwrap(), Launched::Queued);
+    assert_eq!(words(&d.read(S0, &y).unwrap()), vec![5; n]);
+    drop((x, y, z));
+    d.sync_all().unwrap();
+    assert_eq!(d.census().failures, 0);
+    assert_no_hazards(&d);
+}
+
+/// Issue 14 item 9: the error of a dropped graph's deferred destroy is not
+/// charged to the next, unrelated call; it is counted and kept for the user.
+#[test]
+fn a_failed_graph_destroy_is_reported_where_the_user_looks() {
+    let d = device(2);
+    let fill = d.load_kernel(&kernels::FILL).unwrap();
+    let n = 16;
+    let out = d.alloc(S0, 4 * n as u64).unwrap();
+    d.prepare(S0).unwrap();
+    let run = |d: &Device<Mock>| d.launch(S0, fill, dims(n), &[out.write()], &[n as u64, 3]);
+    assert_eq!(run(&d).unwrap(), Launched::Queued);
+    d.begin_capture(S0).unwrap();
+    assert_eq!(run(&d).unwrap(), Launched::Queued);
+    let g = d.end_capture(S0).unwrap();
+    fail_next(&d, Site::DestroyGraph);
+    drop(g);
+    let other = d.alloc(S1, 256).expect("an unrelated allocation succeeds");
+    assert_eq!(d.stats().release_errors, 1);
+    match d.take_release_error() {
+        Some(Error::Platform {
+            op: "destroy_graph",
+            ..
+        }) => {}
+        other => panic!("expected the destroy_graph error, got {other:?}"),
+    }
+    assert!(d.take_release_error().is_none(), "taken once");
+    drop((out, other));
+    d.sync_all().unwrap();
+    assert_eq!(d.census().graphs, 0);
+    assert_no_hazards(&d);
+}
+
+/// Issue 14 item 11: a launch's info words reach pinned memory in one host
+/// write, not one per word.
+#[test]
+fn info_words_are_staged_with_one_host_write() {
+    let d = device(1);
+    let fill = d.load_kernel(&kernels::FILL).unwrap();
+    let n = 16;
+    let out = d.alloc(S0, 4 * n as u64).unwrap();
+    let mut info = vec![0u64; 4096];
+    info[0] = n as u64;
+    info[1] = 6;
+    let writes = |d: &Device<Mock>| d.with_platform(|p| p.inner().counters().host_writes);
+    let before = writes(&d);
+    assert_eq!(
+        d.launch(S0, fill, dims(n), &[out.write()], &info).unwrap(),
+        Launched::Queued
+    );
+    assert_eq!(writes(&d) - before, 1, "one host write for 4096 info words");
+    assert_eq!(words(&d.read(S0, &out).unwrap()), vec![6; n]);
+    drop(out);
+    d.sync_all().unwrap();
+    assert_no_hazards(&d);
+}
+
+/// The staging pool follows the configured layout: a small device sized
+/// with a small layout uploads and reads 16 bytes (the staging pool used
+/// the default GPU layout — 1 MiB pages and up — whatever the config said,
+/// and ran out of pinned memory).
+#[test]
+fn a_small_device_stages_through_its_own_layout() {
+    use streamcore::memory::{MemoryLayout, MemoryPolicy, PoolSpec};
+    let config = MockConfig::default()
+        .seed(7)
+        .total_memory(1 << 20)
+        .max_page_size(64 << 10)
+        .host_memory(256 << 10);
+    let mock = MockPlatform::with_config(config).unwrap();
+    kernels::register_mock(&mock);
+    let layout = MemoryLayout::new(
+        &[
+            PoolSpec::small(4 << 10, 1 << 10),
+            PoolSpec::exclusive(64 << 10),
+        ],
+        256,
+        MemoryPolicy::default(),
+    )
+    .unwrap();
+    let d = Device::new(
+        FaultInjector::new(mock, FaultPlan::new()),
+        DeviceConfig::with_streams(1).layout(layout),
+    )
+    .unwrap();
+    let b = d.upload(S0, &[7u8; 16]).unwrap();
+    assert_eq!(d.read(S0, &b).unwrap(), [7u8; 16]);
+    drop(b);
+    d.sync_all().unwrap();
+    assert_no_hazards(&d);
+}
