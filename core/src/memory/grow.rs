@@ -46,6 +46,7 @@ impl<S: Storage> MemoryManager<S> {
         if self.capture.is_recording() {
             return Err(MemoryError::AllocationInCapture { bytes });
         }
+        self.release_recent();
         if !self.capture.is_open() {
             self.make_room(pool, bytes)?;
         }

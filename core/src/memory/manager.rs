@@ -437,8 +437,10 @@ impl<S: Storage> MemoryManager<S> {
         let slack_shift = self.layout.policy().fit_slack_shift;
         let rounding_shift = self.layout.policy().page_rounding_shift;
         let align = self.align;
+        let recent = self.take_recent(pool, rounded);
         let p = &mut self.pools[pool];
         let (page, block, offset) = match &mut p.engine {
+            _ if recent != NIL => (recent, NIL, 0),
             Engine::Sliced(e) => {
                 let c = e.take(rounded)?;
                 (c.page, c.block, c.offset)
@@ -591,6 +593,18 @@ impl<S: Storage> MemoryManager<S> {
                     // Released at once; the page is not idle-listed.
                     p.stats.idle_pages += 1;
                     p.stats.idle_bytes += size;
+                    if carved {
+                        // Its space goes back now; the rest of the release
+                        // waits for the pool's next reserve (`take_recent`).
+                        let older = core::mem::replace(&mut p.recent, s.page);
+                        let pg = self.pages[s.page];
+                        self.give_space(pg.carving());
+                        if older != NIL {
+                            self.settle(older);
+                        }
+                        return;
+                    }
+                    self.release_recent();
                     self.release_page(s.page);
                     if dedicated {
                         // Its chunks go back now. A decommit that fails
@@ -610,6 +624,57 @@ impl<S: Storage> MemoryManager<S> {
             self.pages[s.page].idle_since = now;
             if trimmable {
                 self.pages.lru_push(s.page);
+            }
+        }
+    }
+
+    /// The page the pool freed last, taken back when a new page for
+    /// `rounded` bytes would be carved exactly where it was (then nothing
+    /// about the manager differs from having released it and carved anew);
+    /// otherwise released. `NIL` when none is taken back.
+    fn take_recent(&mut self, pool: usize, rounded: u64) -> u32 {
+        let recent = self.pools[pool].recent;
+        if recent == NIL {
+            return NIL;
+        }
+        self.pools[pool].recent = NIL;
+        let policy = self.layout.policy();
+        let page = self.pages[recent];
+        let class = round_class(rounded, policy.page_rounding_shift, self.align);
+        if class == Some(page.size) {
+            if let Some(block) = self.recarve(page.carving(), page.size) {
+                let p = &mut self.pages[recent];
+                p.block = block;
+                // As a page carved now would be.
+                p.idle_since = self.books.reserves;
+                return recent;
+            }
+        }
+        self.settle(recent);
+        NIL
+    }
+
+    /// Finishes releasing a page whose space [`give_back`](Self::give_back)
+    /// already returned to its reservation.
+    fn settle(&mut self, i: u32) {
+        let page = self.pages.remove(i);
+        let stats = &mut self.pools[page.pool as usize].stats;
+        stats.pages -= 1;
+        stats.reserved -= page.size;
+        stats.idle_pages -= 1;
+        stats.idle_bytes -= page.size;
+        self.drop_uses(page.carving(), page.size, true, page.idle_since);
+        self.books.carved -= page.size;
+    }
+
+    /// Settles the page each pool freed last (before the manager grows or
+    /// gives memory back: its space may then serve anything, and its
+    /// chunks count as idle).
+    pub(super) fn release_recent(&mut self) {
+        for pool in 0..self.pools.len() {
+            let page = core::mem::replace(&mut self.pools[pool].recent, NIL);
+            if page != NIL {
+                self.settle(page);
             }
         }
     }

@@ -77,6 +77,7 @@ impl<S: Storage> MemoryManager<S> {
     /// Releases every idle page and decommits every idle chunk (persistent
     /// pages and empty reservations too when `all`).
     pub(super) fn release_idle(&mut self, all: bool) -> Result<Released, MemoryError<S::Error>> {
+        self.release_recent();
         let mut r = Released::default();
         while let Some(i) = self.pages.lru_head() {
             r.pages += 1;
@@ -118,6 +119,7 @@ impl<S: Storage> MemoryManager<S> {
         if self.capture.is_open() {
             return Ok(());
         }
+        self.release_recent();
         let period = period.get();
         let now = self.books.reserves;
         self.books.next_periodic = now.saturating_add(period);

@@ -176,16 +176,45 @@ impl<S: Storage> MemoryManager<S> {
     /// [`decommit_idle`](Self::decommit_idle)). `used`: the page's chunks
     /// had counted it.
     pub(super) fn uncarve(&mut self, c: Carving, bytes: u64, used: bool, since: u64) {
-        let now = since;
+        self.give_space(c);
+        self.drop_uses(c, bytes, used, since);
+    }
+
+    /// The first half of [`uncarve`](Self::uncarve): the page's bytes go
+    /// back to its reservation's free space; the page still counts in its
+    /// reservation and its chunks.
+    pub(super) fn give_space(&mut self, c: Carving) {
         let seg = self.seg_mut();
         let lane = usize::from(seg.reservations[c.reservation].lane);
         seg.engines[lane].give(c.block);
+    }
+
+    /// The second half of [`uncarve`](Self::uncarve): the page stops
+    /// counting in its reservation and (`used`) its chunks.
+    pub(super) fn drop_uses(&mut self, c: Carving, bytes: u64, used: bool, since: u64) {
+        let seg = self.seg_mut();
         seg.reservations[c.reservation].pages -= 1;
         if used {
             let map = seg.reservations[c.reservation].map;
             let (lo, hi) = seg.chunks.span(c.offset, bytes);
-            seg.chunks.release_span(map, lo, hi, now);
+            seg.chunks.release_span(map, lo, hi, since);
         }
+    }
+
+    /// Carves `bytes` again where page `c` (given back by
+    /// [`give_space`](Self::give_space), still counted in its chunks) was,
+    /// if that is exactly where a new page of `bytes` would be carved now;
+    /// returns the new block. The page keeps its reservation and chunk uses,
+    /// so this costs what a new carving would, and no more: the same
+    /// placement, the same chunks.
+    pub(super) fn recarve(&mut self, c: Carving, bytes: u64) -> Option<u32> {
+        let seg = self.seg_mut();
+        let lane = usize::from(bytes >= seg.large);
+        let f = seg.engines[lane].peek(bytes)?;
+        if f.page != c.reservation || f.offset != c.offset {
+            return None;
+        }
+        Some(seg.engines[lane].carve(f.block, bytes).block)
     }
 
     /// A new reservation large enough for a page of `bytes`.

@@ -208,6 +208,9 @@ impl SizeIndex {
     /// else a close fit from the size's class or the next class above.
     /// Returns (page size, page) without removing it.
     pub fn find(&self, size: u64, max: u64) -> Option<(u64, u32)> {
+        if self.len == 0 {
+            return None;
+        }
         let e = match self.by_size.get(&size) {
             Some(&e) => Some(e),
             None => self.find_loose(size, max),

@@ -46,6 +46,14 @@ pub(crate) struct Carved {
     pub offset: u64,
 }
 
+/// A free block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FreeBlock {
+    pub block: u32,
+    pub page: u32,
+    pub offset: u64,
+}
+
 /// The TLSF index and the blocks of one sliced pool.
 #[derive(Debug)]
 pub(crate) struct SlicedEngine {
@@ -257,7 +265,25 @@ impl SlicedEngine {
     /// Carves `size` bytes (a multiple of the alignment) from a free block.
     pub fn take(&mut self, size: u64) -> Option<Carved> {
         let i = self.find(size)?;
-        self.remove_free(i);
+        Some(self.carve(i, size))
+    }
+
+    /// The free block a [`take`](Self::take) of `size` bytes would carve
+    /// from, without carving.
+    pub fn peek(&self, size: u64) -> Option<FreeBlock> {
+        let i = self.find(size)?;
+        let b = &self.blocks[i as usize];
+        Some(FreeBlock {
+            block: i,
+            page: b.page,
+            offset: b.offset,
+        })
+    }
+
+    /// Carves `size` bytes from the start of free block `i` (what `take`
+    /// does with the block `find` chose).
+    pub fn carve(&mut self, i: u32, size: u64) -> Carved {
+        debug_assert!(self.blocks[i as usize].free && self.blocks[i as usize].size >= size);
         let b = self.blocks[i as usize];
         if b.size > size {
             let rest = self.new_block(Block {
@@ -273,16 +299,48 @@ impl SlicedEngine {
             if b.next_phys != NIL {
                 self.blocks[b.next_phys as usize].prev_phys = rest;
             }
+            // The rest takes the block's place at the head of its list when
+            // it stays in the same class (as removing the block and listing
+            // the rest would leave it), else it is listed anew.
+            if !self.take_head(i, rest) {
+                self.remove_free(i);
+                self.insert_free(rest);
+            }
             let head = &mut self.blocks[i as usize];
             head.next_phys = rest;
             head.size = size;
-            self.insert_free(rest);
+        } else {
+            self.remove_free(i);
         }
-        Some(Carved {
+        Carved {
             block: i,
             page: b.page,
             offset: b.offset,
-        })
+        }
+    }
+
+    /// If free block `old` heads its list and (not yet listed) block `new`
+    /// maps to the same class, puts `new` in its place; whether it did.
+    /// The lists end up as removing `old` and listing `new` would leave
+    /// them, for less work.
+    fn take_head(&mut self, old: u32, new: u32) -> bool {
+        let (fl, sl) = mapping(self.blocks[old as usize].size >> self.shift);
+        if self.heads[fl][sl] != old
+            || mapping(self.blocks[new as usize].size >> self.shift) != (fl, sl)
+        {
+            return false;
+        }
+        self.heads[fl][sl] = new;
+        let after = self.blocks[old as usize].free_next;
+        self.blocks[old as usize].free = false;
+        if after != NIL {
+            self.blocks[after as usize].free_prev = new;
+        }
+        let n = &mut self.blocks[new as usize];
+        n.free = true;
+        n.free_prev = NIL;
+        n.free_next = after;
+        true
     }
 
     /// The end offset of the free block right after carved block `i`, if
@@ -300,8 +358,9 @@ impl SlicedEngine {
     pub fn give(&mut self, i: u32) {
         let mut i = i;
         let next = self.blocks[i as usize].next_phys;
+        // Whether block `i` already holds its final place in the lists.
+        let mut listed = false;
         if next != NIL && self.blocks[next as usize].free {
-            self.remove_free(next);
             let n = self.blocks[next as usize];
             let b = &mut self.blocks[i as usize];
             b.size += n.size;
@@ -309,14 +368,31 @@ impl SlicedEngine {
             if n.next_phys != NIL {
                 self.blocks[n.next_phys as usize].prev_phys = i;
             }
+            // `take_head` reads the sizes: the merged block's is set, the
+            // absorbed one's is still its own.
+            listed = self.take_head(next, i);
+            if !listed {
+                self.remove_free(next);
+            }
             self.drop_block(next);
         }
         let prev = self.blocks[i as usize].prev_phys;
         if prev != NIL && self.blocks[prev as usize].free {
-            self.remove_free(prev);
+            if listed {
+                self.remove_free(i);
+            }
             let b = self.blocks[i as usize];
+            let old = self.blocks[prev as usize].size;
+            let grown = old + b.size;
+            let class = mapping(old >> self.shift);
+            // A head that stays in its class keeps its place, as removing
+            // and listing it again would leave it.
+            listed = self.heads[class.0][class.1] == prev && mapping(grown >> self.shift) == class;
+            if !listed {
+                self.remove_free(prev);
+            }
             let p = &mut self.blocks[prev as usize];
-            p.size += b.size;
+            p.size = grown;
             p.next_phys = b.next_phys;
             if b.next_phys != NIL {
                 self.blocks[b.next_phys as usize].prev_phys = prev;
@@ -324,7 +400,9 @@ impl SlicedEngine {
             self.drop_block(i);
             i = prev;
         }
-        self.insert_free(i);
+        if !listed {
+            self.insert_free(i);
+        }
     }
 
     /// The size of a block.
