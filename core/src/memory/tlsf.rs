@@ -21,6 +21,31 @@ const SL_BITS: u32 = 5;
 pub(crate) const SL: usize = 1 << SL_BITS;
 pub(crate) const FL: usize = 64;
 
+/// The list heads of the classes, by first level: grown up to the highest
+/// first level ever listed, so a pool of small pages keeps a table of a few
+/// hundred bytes (the full table is 8 KiB), and a pool never used keeps
+/// none.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Heads(Vec<[u32; SL]>);
+
+impl Heads {
+    /// The head of class `(fl, sl)` (`NIL` when empty or never listed).
+    #[inline]
+    pub(crate) fn get(&self, fl: usize, sl: usize) -> u32 {
+        self.0.get(fl).map_or(NIL, |row| row[sl])
+    }
+
+    /// The head of class `(fl, sl)`, for writing; grows the table to reach
+    /// it (at most `FL` rows).
+    #[inline]
+    pub(crate) fn slot(&mut self, fl: usize, sl: usize) -> &mut u32 {
+        if fl >= self.0.len() {
+            self.0.resize(fl + 1, [NIL; SL]);
+        }
+        &mut self.0[fl][sl]
+    }
+}
+
 /// How many free blocks of one class a best-fit lookup examines.
 const PROBE: usize = 8;
 
@@ -64,7 +89,7 @@ pub(crate) struct SlicedEngine {
     best_fit: bool,
     fl_map: u64,
     sl_map: [u32; FL],
-    heads: [[u32; SL]; FL],
+    heads: Heads,
 }
 
 /// The class (first level, second level) of a size in alignment units.
@@ -103,7 +128,7 @@ impl SlicedEngine {
             best_fit: false,
             fl_map: 0,
             sl_map: [0; FL],
-            heads: [[NIL; SL]; FL],
+            heads: Heads::default(),
         }
     }
 
@@ -130,7 +155,7 @@ impl SlicedEngine {
     fn insert_free(&mut self, i: u32) {
         let size = self.blocks[i as usize].size;
         let (fl, sl) = mapping(size >> self.shift);
-        let head = self.heads[fl][sl];
+        let head = self.heads.get(fl, sl);
         {
             let b = &mut self.blocks[i as usize];
             b.free = true;
@@ -140,7 +165,7 @@ impl SlicedEngine {
         if head != NIL {
             self.blocks[head as usize].free_prev = i;
         }
-        self.heads[fl][sl] = i;
+        *self.heads.slot(fl, sl) = i;
         self.sl_map[fl] |= 1 << sl;
         self.fl_map |= 1 << fl;
     }
@@ -156,7 +181,7 @@ impl SlicedEngine {
             self.blocks[free_prev as usize].free_next = free_next;
         } else {
             let (fl, sl) = mapping(size >> self.shift);
-            self.heads[fl][sl] = free_next;
+            *self.heads.slot(fl, sl) = free_next;
             if free_next == NIL {
                 self.sl_map[fl] &= !(1 << sl);
                 if self.sl_map[fl] == 0 {
@@ -203,7 +228,7 @@ impl SlicedEngine {
     fn find(&self, size: u64) -> Option<u32> {
         let units = size >> self.shift;
         let (fl, sl) = mapping(units);
-        let head = self.heads[fl][sl];
+        let head = self.heads.get(fl, sl);
         if self.best_fit {
             if let Some(i) = self.probe(head, size) {
                 return Some(i);
@@ -229,7 +254,7 @@ impl SlicedEngine {
             fl = above.trailing_zeros() as usize;
             bits = self.sl_map[fl];
         }
-        let head = self.heads[fl][bits.trailing_zeros() as usize];
+        let head = self.heads.get(fl, bits.trailing_zeros() as usize);
         if self.best_fit {
             return self.probe(head, size).or(Some(head));
         }
@@ -325,12 +350,12 @@ impl SlicedEngine {
     /// them, for less work.
     fn take_head(&mut self, old: u32, new: u32) -> bool {
         let (fl, sl) = mapping(self.blocks[old as usize].size >> self.shift);
-        if self.heads[fl][sl] != old
+        if self.heads.get(fl, sl) != old
             || mapping(self.blocks[new as usize].size >> self.shift) != (fl, sl)
         {
             return false;
         }
-        self.heads[fl][sl] = new;
+        *self.heads.slot(fl, sl) = new;
         let after = self.blocks[old as usize].free_next;
         self.blocks[old as usize].free = false;
         if after != NIL {
@@ -387,7 +412,8 @@ impl SlicedEngine {
             let class = mapping(old >> self.shift);
             // A head that stays in its class keeps its place, as removing
             // and listing it again would leave it.
-            listed = self.heads[class.0][class.1] == prev && mapping(grown >> self.shift) == class;
+            listed =
+                self.heads.get(class.0, class.1) == prev && mapping(grown >> self.shift) == class;
             if !listed {
                 self.remove_free(prev);
             }
@@ -417,7 +443,7 @@ impl SlicedEngine {
         let mut out = Vec::new();
         for fl in 0..FL {
             for sl in 0..SL {
-                let mut i = self.heads[fl][sl];
+                let mut i = self.heads.get(fl, sl);
                 while i != NIL {
                     let b = self.blocks[i as usize];
                     assert!(b.free);
@@ -426,7 +452,7 @@ impl SlicedEngine {
                     i = b.free_next;
                 }
                 assert_eq!(
-                    self.heads[fl][sl] != NIL,
+                    self.heads.get(fl, sl) != NIL,
                     self.sl_map[fl] & (1 << sl) != 0,
                     "bitmap out of step"
                 );
