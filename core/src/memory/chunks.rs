@@ -75,6 +75,8 @@ pub(super) struct ChunkTable {
     /// The highest stream cursor a free in stream order has named: what a
     /// chunk going idle now must wait for.
     pub fence: u64,
+    /// Bytes of the idle chunks.
+    pub idle_bytes: u64,
 }
 
 impl ChunkTable {
@@ -93,6 +95,7 @@ impl ChunkTable {
             lru_head: NIL,
             lru_tail: NIL,
             fence: 0,
+            idle_bytes: 0,
         }
     }
 
@@ -135,6 +138,11 @@ impl ChunkTable {
             .get(g as usize)
             .copied()
             .unwrap_or(NIL)
+    }
+
+    pub(super) fn at_granule(&self, map: u32, g: u32) -> Option<u32> {
+        let c = self.at(map, g);
+        (c != NIL).then_some(c)
     }
 
     /// The chunk at index `c`.
@@ -312,6 +320,7 @@ impl ChunkTable {
     fn lru_push(&mut self, c: u32) {
         let tail = self.lru_tail;
         let ch = &mut self.chunks[c];
+        self.idle_bytes += u64::from(ch.len) << self.shift;
         ch.in_lru = true;
         ch.prev = tail;
         ch.next = NIL;
@@ -328,6 +337,7 @@ impl ChunkTable {
         if !ch.in_lru {
             return;
         }
+        self.idle_bytes -= u64::from(ch.len) << self.shift;
         if ch.prev != NIL {
             self.chunks[ch.prev].next = ch.next;
         } else {

@@ -174,8 +174,37 @@ pub struct MemoryPolicy {
     /// growing cache) neither fragments the space of the others nor keeps
     /// memory once it is freed and the memory is needed elsewhere.
     pub large_page_granules: u32,
+    /// On a resizable storage, when carved pages guard against stranding
+    /// free memory inside committed chunks (see [`StrandGuard`]).
+    pub strand_guard: StrandGuard,
     /// The most pages the manager may hold at once.
     pub max_pages: u32,
+}
+
+/// When a manager over a resizable storage guards against *stranded*
+/// memory: free space inside a committed chunk that some page still uses,
+/// which cannot be given back (a chunk is one commit, given back whole).
+///
+/// Guarding means: a page's boundary granules are committed as chunks of
+/// their own, a commit covers only what the page needs (no reaching ahead),
+/// and an idle chunk a new page would use only in part is decommitted first
+/// (so its rest is not stranded while the page lives). Each costs driver
+/// calls; workloads with structure (training steps, phases, a growing cache)
+/// strand little without it, workloads of random sizes and lifetimes strand
+/// a tenth of their memory and more.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum StrandGuard {
+    /// Never: fewest commits.
+    Off,
+    /// From the first commit that passes the trim limit while the live
+    /// bytes are below their peak and more than 1/32 of the memory held
+    /// (and more than eight granules) is stranded (stranding made the
+    /// manager grow), until less than 1/64 is.
+    #[default]
+    Adaptive,
+    /// Always: fewest bytes.
+    On,
 }
 
 impl Default for MemoryPolicy {
@@ -191,6 +220,7 @@ impl Default for MemoryPolicy {
             commit_step_shift: 6,
             split_boundaries: false,
             large_page_granules: 256,
+            strand_guard: StrandGuard::Adaptive,
         }
     }
 }
@@ -200,12 +230,13 @@ impl Default for MemoryPolicy {
 #[non_exhaustive]
 pub enum Favour {
     /// Fewest bytes held: commit only what slices need, give idle memory
-    /// back before growing.
+    /// back before growing, always guard against stranded memory.
     Bytes,
     /// Both: the default.
     #[default]
     Balanced,
-    /// Fewest driver calls: commit ahead in large steps, keep idle memory.
+    /// Fewest driver calls: commit ahead in large steps, keep idle memory,
+    /// never guard against stranded memory.
     Time,
 }
 
@@ -219,11 +250,13 @@ impl MemoryPolicy {
                 trim_headroom_shift: 64,
                 commit_step_shift: 64,
                 split_boundaries: true,
+                strand_guard: StrandGuard::On,
                 ..base
             },
             Favour::Time => Self {
                 trim_headroom_shift: 5,
                 commit_step_shift: 4,
+                strand_guard: StrandGuard::Off,
                 ..base
             },
         }

@@ -64,6 +64,8 @@ pub(super) struct Books {
     pub completed: u64,
     /// Times a reserve waited for the stream before giving memory back.
     pub waits: u64,
+    /// Carving guards against stranded memory (see `guard.rs`).
+    pub guarded: bool,
 }
 
 impl Books {

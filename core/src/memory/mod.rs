@@ -70,8 +70,10 @@
 //! ```
 
 mod chunks;
+mod decommit;
 mod error;
 mod grow;
+mod guard;
 mod handle;
 mod layout;
 mod manager;
@@ -91,7 +93,7 @@ pub use error::{MemoryError, OomCause};
 pub use handle::{AllocationMode, CapturedSlice, SliceHandle};
 pub use layout::{
     Favour, LayoutError, LayoutPreset, MAX_ALIGNMENT, MAX_PAGE_SIZE, MAX_PAGES, MAX_POOLS,
-    MemoryLayout, MemoryPolicy, PoolKind, PoolSpec,
+    MemoryLayout, MemoryPolicy, PoolKind, PoolSpec, StrandGuard,
 };
 pub use manager::{MAX_REQUEST, MemoryManager, Released};
 pub use progress::{NoWait, Progress};
