@@ -439,7 +439,11 @@ impl<S: Storage> MemoryManager<S> {
         let slack_shift = self.layout.policy().fit_slack_shift;
         let rounding_shift = self.layout.policy().page_rounding_shift;
         let align = self.align;
-        let recent = self.take_recent(pool, rounded);
+        let recent = if self.pools[pool].recent == NIL {
+            NIL
+        } else {
+            self.take_recent(pool, rounded)
+        };
         let p = &mut self.pools[pool];
         let (page, block, offset) = match &mut p.engine {
             _ if recent != NIL => (recent, NIL, 0),
@@ -673,9 +677,13 @@ impl<S: Storage> MemoryManager<S> {
     /// gives memory back: its space may then serve anything, and its
     /// chunks count as idle).
     pub(super) fn release_recent(&mut self) {
+        if self.segment.is_none() {
+            return;
+        }
         for pool in 0..self.pools.len() {
-            let page = core::mem::replace(&mut self.pools[pool].recent, NIL);
+            let page = self.pools[pool].recent;
             if page != NIL {
+                self.pools[pool].recent = NIL;
                 self.settle(page);
             }
         }

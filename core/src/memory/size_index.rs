@@ -85,6 +85,7 @@ impl SizeIndex {
 
     fn link_class(&mut self, e: u32) {
         let (fl, sl) = self.class(self.entries[e as usize].size);
+        self.heads.reach(fl);
         let head = self.heads.get(fl, sl);
         self.entries[e as usize].prev = NIL;
         self.entries[e as usize].next = head;

@@ -35,13 +35,28 @@ impl Heads {
         self.0.get(fl).map_or(NIL, |row| row[sl])
     }
 
-    /// The head of class `(fl, sl)`, for writing; grows the table to reach
-    /// it (at most `FL` rows).
+    /// The head of class `(fl, sl)` within the rows reached.
+    ///
+    /// # Panics
+    /// On a first level not [`reach`](Self::reach)ed (a broken invariant).
     #[inline]
-    pub(crate) fn slot(&mut self, fl: usize, sl: usize) -> &mut u32 {
+    pub(crate) fn at(&self, fl: usize, sl: usize) -> u32 {
+        self.0[fl][sl]
+    }
+
+    /// Grows the table to reach first level `fl` (at most `FL` rows).
+    pub(crate) fn reach(&mut self, fl: usize) {
         if fl >= self.0.len() {
             self.0.resize(fl + 1, [NIL; SL]);
         }
+    }
+
+    /// The head of class `(fl, sl)`, for writing, within the rows reached.
+    ///
+    /// # Panics
+    /// On a first level not [`reach`](Self::reach)ed (a broken invariant).
+    #[inline]
+    pub(crate) fn slot(&mut self, fl: usize, sl: usize) -> &mut u32 {
         &mut self.0[fl][sl]
     }
 }
@@ -155,7 +170,7 @@ impl SlicedEngine {
     fn insert_free(&mut self, i: u32) {
         let size = self.blocks[i as usize].size;
         let (fl, sl) = mapping(size >> self.shift);
-        let head = self.heads.get(fl, sl);
+        let head = self.heads.at(fl, sl);
         {
             let b = &mut self.blocks[i as usize];
             b.free = true;
@@ -225,6 +240,7 @@ impl SlicedEngine {
         best.map(|k| k.2)
     }
 
+    #[inline(always)]
     fn find(&self, size: u64) -> Option<u32> {
         let units = size >> self.shift;
         let (fl, sl) = mapping(units);
@@ -254,7 +270,7 @@ impl SlicedEngine {
             fl = above.trailing_zeros() as usize;
             bits = self.sl_map[fl];
         }
-        let head = self.heads.get(fl, bits.trailing_zeros() as usize);
+        let head = self.heads.at(fl, bits.trailing_zeros() as usize);
         if self.best_fit {
             return self.probe(head, size).or(Some(head));
         }
@@ -264,6 +280,9 @@ impl SlicedEngine {
     /// Adds a page of `size` bytes as one free block; returns that block
     /// (which keeps covering offset 0 of the page for the page's life).
     pub fn add_page(&mut self, page: u32, size: u64) -> u32 {
+        // No block is ever larger than a page: every class a block can map
+        // to is reached now, and listing never grows the table.
+        self.heads.reach(mapping(size >> self.shift).0);
         let i = self.new_block(Block {
             page,
             prev_phys: NIL,
@@ -307,6 +326,7 @@ impl SlicedEngine {
 
     /// Carves `size` bytes from the start of free block `i` (what `take`
     /// does with the block `find` chose).
+    #[inline]
     pub fn carve(&mut self, i: u32, size: u64) -> Carved {
         debug_assert!(self.blocks[i as usize].free && self.blocks[i as usize].size >= size);
         let b = self.blocks[i as usize];
@@ -327,7 +347,7 @@ impl SlicedEngine {
             // The rest takes the block's place at the head of its list when
             // it stays in the same class (as removing the block and listing
             // the rest would leave it), else it is listed anew.
-            if !self.take_head(i, rest) {
+            if !(self.best_fit && self.take_head(i, rest)) {
                 self.remove_free(i);
                 self.insert_free(rest);
             }
@@ -381,6 +401,49 @@ impl SlicedEngine {
 
     /// Returns a carved block, coalescing it with free neighbours.
     pub fn give(&mut self, i: u32) {
+        if self.best_fit {
+            self.give_in_place(i);
+        } else {
+            self.give_relisted(i);
+        }
+    }
+
+    /// `give`: the merged block is listed anew.
+    fn give_relisted(&mut self, i: u32) {
+        let mut i = i;
+        let next = self.blocks[i as usize].next_phys;
+        if next != NIL && self.blocks[next as usize].free {
+            self.remove_free(next);
+            let n = self.blocks[next as usize];
+            let b = &mut self.blocks[i as usize];
+            b.size += n.size;
+            b.next_phys = n.next_phys;
+            if n.next_phys != NIL {
+                self.blocks[n.next_phys as usize].prev_phys = i;
+            }
+            self.drop_block(next);
+        }
+        let prev = self.blocks[i as usize].prev_phys;
+        if prev != NIL && self.blocks[prev as usize].free {
+            self.remove_free(prev);
+            let b = self.blocks[i as usize];
+            let p = &mut self.blocks[prev as usize];
+            p.size += b.size;
+            p.next_phys = b.next_phys;
+            if b.next_phys != NIL {
+                self.blocks[b.next_phys as usize].prev_phys = prev;
+            }
+            self.drop_block(i);
+            i = prev;
+        }
+        self.insert_free(i);
+    }
+
+    /// `give` for the best-fit engines (reservations, where one large free
+    /// block heads its class): a merged block that stays in the class of
+    /// the list head it grows from keeps that place, as listing it anew
+    /// would leave it.
+    fn give_in_place(&mut self, i: u32) {
         let mut i = i;
         let next = self.blocks[i as usize].next_phys;
         // Whether block `i` already holds its final place in the lists.
