@@ -475,7 +475,9 @@ impl<S: Storage> MemoryManager<S> {
     /// Once the last hold drops, the bytes may be handed out again, and on
     /// a resizable storage given back in place at once: the caller frees a
     /// slice only when no queued work touches it any more (the device frees
-    /// through its fence-gated drop queue).
+    /// through its fence-gated drop queue). A slice that queued work of the
+    /// manager's own stream may still touch is freed with
+    /// [`free_ordered`](Self::free_ordered).
     pub fn free(&mut self, h: SliceHandle) -> Result<(), MemoryError<S::Error>> {
         let s = self.slot(h)?;
         if s.holds & OWNER == 0 {

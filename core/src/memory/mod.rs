@@ -17,8 +17,14 @@
 //! Policies (all in [`MemoryPolicy`]): trim before grow (idle pages go back
 //! before the manager would hold more than it ever held), page rounding (a
 //! 1/32 size class, so nearby sizes share pages), periodic release of
-//! long-idle pages, explicit cleanup, OOM retry after releasing idle pages.
-//! Nothing is released while a capture window is open.
+//! long-idle pages, explicit cleanup, OOM retry after releasing idle pages,
+//! and over a resizable storage the strand guard ([`StrandGuard`]). Nothing
+//! is released while a capture window is open.
+//!
+//! Frees come in two kinds: [`MemoryManager::free`] once no queued work
+//! touches the slice (a fence passed), or
+//! [`MemoryManager::free_ordered`] at once, in stream order, naming the
+//! stream cursor of its last use (see [`Progress`]).
 //!
 //! ```
 //! use streamcore::memory::{MemoryError, MemoryLayout, MemoryManager};
