@@ -9,6 +9,8 @@ use streamcore::memory::{MemoryError, MemoryLayout, MemoryManager, SliceHandle};
 use streamcore::platform::{DeviceRange, Platform};
 use streamcore_hip::{HipDeviceStorage, HipError, HipEvent, HipPlatform, HipStream, PoolBlock};
 
+use crate::platform::FreesArg;
+
 /// Bytes written into each new allocation by `--touch`.
 pub const TOUCH_BYTES: u64 = 64 * 1024;
 
@@ -73,19 +75,6 @@ pub trait DeviceTarget {
     fn fences(&self) -> u64 {
         0
     }
-}
-
-/// How frees reach streamcore's pools when work is queued (`--touch`).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum FreesArg {
-    /// At once, in stream order (`MemoryManager::free_ordered`): a freed
-    /// slice serves later work of its stream without a fence; the manager
-    /// waits for the stream only before it gives memory back.
-    #[default]
-    Ordered,
-    /// Through a drop queue per stream: a slice goes back to its pool once
-    /// a fence recorded after its last use has passed.
-    Fenced,
 }
 
 /// One trace stream of the streamcore target.

@@ -23,7 +23,7 @@ use streamcore_mock::replay::{
     Accounting, ReplayError, ReplayOptions, Sample, StreamcoreTarget, Trace, TraceError, replay,
 };
 
-use crate::platform::{PlatformArg, StorageArg};
+use crate::platform::{FreesArg, PlatformArg, StorageArg};
 use layout::{ChosenLayout, LayoutArgError};
 use output::Outcome;
 use progress::Progress;
@@ -151,8 +151,8 @@ pub struct ReplayArgs {
     /// With `--platform hip --touch`: how frees reach streamcore's pools:
     /// at once in stream order (the default), or fenced through a drop
     /// queue per stream (the options below).
-    #[arg(long, value_enum, default_value_t = hip_target::FreesArg::Ordered)]
-    pub frees: hip_target::FreesArg,
+    #[arg(long, value_enum, default_value_t = FreesArg::Ordered)]
+    pub frees: FreesArg,
 
     /// With `--platform hip --touch --frees fenced`: a fence is recorded once this many
     /// frees are staged (0: after every free) ...
