@@ -63,6 +63,8 @@ pub struct BufferSlot<H> {
     pub location: Location<H>,
     /// The last write, if any.
     pub last_write: Option<WriteMark>,
+    /// Whether any submission used it (its use row has a mark).
+    used: bool,
 }
 
 impl<H> BufferSlot<H> {
@@ -126,6 +128,7 @@ impl<H> BufferMut<'_, H> {
         if sid.index() < self.streams {
             if let Some(u) = self.uses.get_mut(self.row * self.streams + sid.index()) {
                 *u = (*u).max(cursor);
+                self.slot.used = true;
             }
         }
     }
@@ -213,6 +216,7 @@ impl<H: Copy> BufferTable<H> {
     }
 
     /// Inserts a buffer and returns its first user handle.
+    #[inline(always)]
     pub(crate) fn insert(
         &mut self,
         size: u64,
@@ -228,6 +232,7 @@ impl<H: Copy> BufferTable<H> {
                 owner,
                 location,
                 last_write: None,
+                used: false,
             })
             .map_err(|_| TableFull)?;
         let i = key.index as usize;
@@ -278,6 +283,9 @@ impl<H: Copy> BufferTable<H> {
         let n = self.streams;
         let i = id.index as usize;
         self.uses[i * n..i * n + n].copy_from_slice(uses);
+        if let Some(slot) = self.slots.get_mut(key(id)) {
+            slot.used = true;
+        }
     }
 
     /// Bytes of the live buffers that have memory (O(slots): for rare
@@ -306,17 +314,19 @@ impl<H: Copy> BufferTable<H> {
             return None;
         };
         let (owner, size) = (slot.owner, slot.size);
-        let start = id.index as usize * self.streams;
-        let row = self.uses.get(start..start + self.streams)?;
-        if row.len() > completed.len() {
-            return None;
-        }
-        let mut idle = true;
-        for (&used, &done) in row.iter().zip(completed) {
-            idle &= used <= done;
-        }
-        if !idle {
-            return None;
+        if slot.used {
+            let start = id.index as usize * self.streams;
+            let row = self.uses.get(start..start + self.streams)?;
+            if row.len() > completed.len() {
+                return None;
+            }
+            let mut idle = true;
+            for (&used, &done) in row.iter().zip(completed) {
+                idle &= used <= done;
+            }
+            if !idle {
+                return None;
+            }
         }
         self.remove(id).ok()?;
         Some((owner, handle, size))
@@ -325,15 +335,11 @@ impl<H: Copy> BufferTable<H> {
     /// Removes a buffer. The id becomes stale; its index (with its use row,
     /// cleared, and its handle allocation) serves a later buffer.
     pub fn remove(&mut self, id: BufferId) -> Result<(), StaleBuffer> {
-        self.slots.remove(key(id)).ok_or(StaleBuffer(id))?;
-        let start = id.index as usize * self.streams;
-        if let Some(row) = self.uses.get_mut(start..start + self.streams) {
-            for u in row {
-                // Only the streams that used it (a never-used buffer's row
-                // is left untouched).
-                if *u != 0 {
-                    *u = 0;
-                }
+        let slot = self.slots.remove(key(id)).ok_or(StaleBuffer(id))?;
+        if slot.used {
+            let start = id.index as usize * self.streams;
+            if let Some(row) = self.uses.get_mut(start..start + self.streams) {
+                row.fill(0);
             }
         }
         Ok(())

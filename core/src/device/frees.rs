@@ -34,25 +34,31 @@ impl<P: Platform> Inner<P> {
     #[cold]
     fn process_pending_releases<L: RawLock>(&mut self, env: &Env<P, L>) {
         while self.releases.is_pending() {
-            let mut ids = core::mem::take(&mut self.scratch_ids);
-            let mut graphs = core::mem::take(&mut self.scratch_graphs);
-            if !self.releases.take(&mut ids, &mut graphs) {
-                self.scratch_ids = ids;
-                self.scratch_graphs = graphs;
+            self.scratch_ids.clear();
+            self.scratch_graphs.clear();
+            if !self
+                .releases
+                .take(&mut self.scratch_ids, &mut self.scratch_graphs)
+            {
                 return;
             }
-            for id in ids.drain(..) {
+            // By index: releasing one never touches these lists.
+            for i in 0..self.scratch_ids.len() {
+                let Some(&id) = self.scratch_ids.get(i) else {
+                    break;
+                };
                 if let Err(e) = self.free_buffer(env, id) {
                     self.release_failed(e);
                 }
             }
-            for g in graphs.drain(..) {
+            for i in 0..self.scratch_graphs.len() {
+                let Some(&g) = self.scratch_graphs.get(i) else {
+                    break;
+                };
                 if let Err(e) = self.release_graph(env, g) {
                     self.release_failed(e);
                 }
             }
-            self.scratch_ids = ids;
-            self.scratch_graphs = graphs;
         }
     }
 

@@ -70,21 +70,28 @@ impl ReleaseQueue {
     }
 
     /// Whether ids may be waiting (cheap; no lock).
+    #[inline]
     pub(crate) fn is_pending(&self) -> bool {
         self.pending.load(Ordering::Acquire)
     }
 
-    /// Swaps the queued ids into `buffers` and `graphs` (which must be
-    /// empty; their capacity is kept for the next swap). Returns whether
-    /// anything was queued.
+    /// Moves the queued ids to the end of `buffers` and `graphs` (every
+    /// vector keeps its capacity). Returns whether anything was queued.
     pub(crate) fn take(&self, buffers: &mut Vec<BufferId>, graphs: &mut Vec<GraphId>) -> bool {
         let mut q = self.queue.lock();
         self.pending.store(false, Ordering::Relaxed);
         if q.buffers.is_empty() && q.graphs.is_empty() {
             return false;
         }
-        core::mem::swap(&mut q.buffers, buffers);
-        core::mem::swap(&mut q.graphs, graphs);
+        // Element by element: usually one or two ids.
+        for &id in &q.buffers {
+            buffers.push(id);
+        }
+        q.buffers.clear();
+        for &g in &q.graphs {
+            graphs.push(g);
+        }
+        q.graphs.clear();
         true
     }
 
@@ -150,6 +157,7 @@ impl Buffer {
     /// allocation `share` (made on the index's first use). The index's
     /// previous buffer was released, so none of its user handles is left
     /// (one may still be finishing its drop: it touches the count no more).
+    #[inline(always)]
     pub(crate) fn issue(
         share: &mut Option<Arc<HandleShare>>,
         id: BufferId,

@@ -129,9 +129,19 @@ impl<P: Platform> Inner<P> {
         let mut info_range = None;
         let mut uncached_info = None;
         if booked && !info.is_empty() {
-            let (range, uncached) = self.info_for_launch(env, sid, info)?;
-            info_range = Some(range);
-            uncached_info = uncached;
+            // The same words as the stream's last hit (a loop's launches)
+            // are served without a call.
+            match self.streams.get(sid).and_then(|st| st.info_memo_hit(info)) {
+                Some(range) => {
+                    self.stats.info_hits += 1;
+                    info_range = Some(range);
+                }
+                None => {
+                    let (range, uncached) = self.info_for_launch(env, sid, info)?;
+                    info_range = Some(range);
+                    uncached_info = uncached;
+                }
+            }
         }
         let cursor = if booked { self.sync.submit(sid)? } else { 0 };
 

@@ -149,6 +149,13 @@ impl<P: Platform> StreamState<P> {
         &mut self.info
     }
 
+    /// The device range of `words` when they are the last hit's words
+    /// (then already the most recently used entry: nothing to mark).
+    #[inline]
+    pub(crate) fn info_memo_hit(&self, words: &[u64]) -> Option<DeviceRange> {
+        self.info_memo.hit(words)
+    }
+
     /// The device range caching `words`, marked used (a cache hit), or
     /// `None`.
     #[inline]

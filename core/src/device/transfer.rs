@@ -128,7 +128,7 @@ impl<P: Platform> Inner<P> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert_buffer(
         &mut self,
         sid: StreamId,
@@ -142,7 +142,7 @@ impl<P: Platform> Inner<P> {
 
     /// A buffer over a fresh reservation; when the table is full the
     /// reservation goes back to the pool.
-    #[inline]
+    #[inline(always)]
     fn insert_placed(
         &mut self,
         sid: StreamId,
