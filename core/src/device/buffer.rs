@@ -63,9 +63,16 @@ pub struct BufferSlot<H> {
     pub location: Location<H>,
     /// The last write, if any.
     pub last_write: Option<WriteMark>,
-    /// Whether any submission used it (its use row has a mark).
-    used: bool,
+    /// Which streams' submissions used it: none, one (its index), or
+    /// several ([`NO_USER`], [`MANY_USERS`]); the use row has marks only
+    /// for these.
+    users: u32,
 }
+
+/// No submission used the buffer.
+const NO_USER: u32 = u32::MAX;
+/// Submissions of several streams used the buffer.
+const MANY_USERS: u32 = u32::MAX - 1;
 
 impl<H> BufferSlot<H> {
     /// The device range, if placed.
@@ -115,6 +122,13 @@ impl<H> BufferMut<'_, H> {
         self.uses.get(start..start + self.streams).unwrap_or(&[])
     }
 
+    /// Whether no stream but `sid` ever used the buffer (then no other
+    /// stream's use can need a wait).
+    #[inline]
+    pub fn used_only_by(&self, sid: StreamId) -> bool {
+        self.slot.users == NO_USER || self.slot.users == u32::from(sid.0)
+    }
+
     /// Records that submission `cursor` on `sid` used the buffer, and wrote
     /// it when `writes`.
     #[inline]
@@ -128,7 +142,14 @@ impl<H> BufferMut<'_, H> {
         if sid.index() < self.streams {
             if let Some(u) = self.uses.get_mut(self.row * self.streams + sid.index()) {
                 *u = (*u).max(cursor);
-                self.slot.used = true;
+                let me = u32::from(sid.0);
+                if self.slot.users != me {
+                    self.slot.users = if self.slot.users == NO_USER {
+                        me
+                    } else {
+                        MANY_USERS
+                    };
+                }
             }
         }
     }
@@ -232,7 +253,7 @@ impl<H: Copy> BufferTable<H> {
                 owner,
                 location,
                 last_write: None,
-                used: false,
+                users: NO_USER,
             })
             .map_err(|_| TableFull)?;
         let i = key.index as usize;
@@ -284,7 +305,7 @@ impl<H: Copy> BufferTable<H> {
         let i = id.index as usize;
         self.uses[i * n..i * n + n].copy_from_slice(uses);
         if let Some(slot) = self.slots.get_mut(key(id)) {
-            slot.used = true;
+            slot.users = MANY_USERS;
         }
     }
 
@@ -314,18 +335,27 @@ impl<H: Copy> BufferTable<H> {
             return None;
         };
         let (owner, size) = (slot.owner, slot.size);
-        if slot.used {
-            let start = id.index as usize * self.streams;
-            let row = self.uses.get(start..start + self.streams)?;
-            if row.len() > completed.len() {
-                return None;
+        let start = id.index as usize * self.streams;
+        match slot.users {
+            NO_USER => {}
+            MANY_USERS => {
+                let row = self.uses.get(start..start + self.streams)?;
+                if row.len() > completed.len() {
+                    return None;
+                }
+                let mut idle = true;
+                for (&used, &done) in row.iter().zip(completed) {
+                    idle &= used <= done;
+                }
+                if !idle {
+                    return None;
+                }
             }
-            let mut idle = true;
-            for (&used, &done) in row.iter().zip(completed) {
-                idle &= used <= done;
-            }
-            if !idle {
-                return None;
+            one => {
+                let s = one as usize;
+                if self.uses.get(start + s)? > completed.get(s)? {
+                    return None;
+                }
             }
         }
         self.remove(id).ok()?;
@@ -336,10 +366,18 @@ impl<H: Copy> BufferTable<H> {
     /// cleared, and its handle allocation) serves a later buffer.
     pub fn remove(&mut self, id: BufferId) -> Result<(), StaleBuffer> {
         let slot = self.slots.remove(key(id)).ok_or(StaleBuffer(id))?;
-        if slot.used {
-            let start = id.index as usize * self.streams;
-            if let Some(row) = self.uses.get_mut(start..start + self.streams) {
-                row.fill(0);
+        let start = id.index as usize * self.streams;
+        match slot.users {
+            NO_USER => {}
+            MANY_USERS => {
+                if let Some(row) = self.uses.get_mut(start..start + self.streams) {
+                    row.fill(0);
+                }
+            }
+            one => {
+                if let Some(u) = self.uses.get_mut(start + one as usize) {
+                    *u = 0;
+                }
             }
         }
         Ok(())

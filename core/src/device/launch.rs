@@ -183,16 +183,18 @@ impl<P: Platform> Inner<P> {
             // (A stream the sync table does not know is kept as a mark: the
             // wait placement reports it.)
             if let Some(w) = slot.last_write {
-                if self
-                    .sync
-                    .needs_wait(sid, w.stream, w.cursor)
-                    .unwrap_or(true)
+                if w.stream != sid
+                    && self
+                        .sync
+                        .needs_wait(sid, w.stream, w.cursor)
+                        .unwrap_or(true)
                 {
                     self.scratch_marks.push(w);
                 }
             }
             let writes = a.access.writes();
-            if writes {
+            // A buffer only this stream used needs no look at the others.
+            if writes && !slot.used_only_by(sid) {
                 for (s, &c) in slot.last_use().iter().enumerate() {
                     // At most MAX_STREAMS: fits a StreamId.
                     let s = StreamId(s as u16);
