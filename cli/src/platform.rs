@@ -35,6 +35,19 @@ pub enum StorageArg {
     Malloc,
 }
 
+/// How frees reach streamcore's pools with `replay --platform hip --touch`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum FreesArg {
+    /// At once, in stream order (`MemoryManager::free_ordered`): a freed
+    /// slice serves later work of its stream without a fence; the manager
+    /// waits for the stream only before it gives memory back.
+    #[default]
+    Ordered,
+    /// Through a drop queue per stream: a slice goes back to its pool once
+    /// a fence recorded after its last use has passed.
+    Fenced,
+}
+
 /// Whether this build can run `--platform hip` (the `hip` feature, on by
 /// default).
 pub const HIP_BUILT: bool = cfg!(feature = "hip");

@@ -799,3 +799,44 @@ fn storage_errors_on_resizable_pages_are_typed_and_keep_the_books() {
     assert_eq!(m.storage().committed(), 8 * MIB);
     m.free(d).unwrap();
 }
+
+/// Stranded memory: a 10 MiB page's chunk, idle once it is freed, serves a
+/// 4 MiB page placed in its hole. Without the guard the chunk wakes whole
+/// and 6 MiB of it are stranded while the small page lives (nothing can
+/// give them back); with the guard the idle chunk is decommitted and only
+/// the small page's granules are committed. The adaptive guard turns on
+/// only once stranding made the manager grow.
+#[test]
+fn the_strand_guard_decommits_an_idle_chunk_a_page_would_use_in_part() {
+    use streamcore::memory::StrandGuard;
+    for guard in [StrandGuard::Off, StrandGuard::On] {
+        let policy = MemoryPolicy {
+            strand_guard: guard,
+            commit_step_shift: 64,
+            ..MemoryPolicy::default()
+        };
+        let mut m = MemoryManager::new(TestStorage::resizable(2 * MIB, 1 << 30), layout(policy));
+        // A neighbour keeps the hole from merging with the free tail.
+        let (a, ra) = m.reserve(10 * MIB).unwrap();
+        let (_n, _) = m.reserve(2 * MIB).unwrap();
+        m.free(a).unwrap();
+        let (b, rb) = m.reserve(4 * MIB).unwrap();
+        assert_eq!(rb.offset, ra.offset, "the small page lands in the hole");
+        assert!(m.storage().is_committed(rb.page.0, rb.offset, rb.len));
+        let stranded = m.stranded_bytes();
+        match guard {
+            StrandGuard::Off => {
+                assert_eq!(stranded, 6 * MIB, "the big chunk woke for a part");
+                assert_eq!(m.storage().decommit_calls, 0);
+            }
+            _ => {
+                assert_eq!(stranded, 0, "only the small page's granules");
+                assert_eq!(m.storage().decommit_calls, 1);
+            }
+        }
+        m.free(b).unwrap();
+        m.cleanup().unwrap();
+        assert_eq!((m.stranded_bytes(), m.idle_committed_bytes()), (0, 0));
+    }
+    assert_eq!(MemoryPolicy::default().strand_guard, StrandGuard::Adaptive);
+}

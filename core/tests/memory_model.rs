@@ -15,12 +15,22 @@
 //! while a capture window is open (the test storage itself panics on a
 //! commit over a committed chunk, a decommit of no earlier commit, or a
 //! reservation given back with chunks in it).
+//!
+//! A third run frees in stream order (`free_ordered`): every reserve is
+//! "touched" by a command at the next stream cursor, frees name that cursor,
+//! the stream completes commands as the test says (or when the manager asks
+//! it to wait), and the test storage panics on a decommit of bytes a
+//! command still queued touches; installing a layout while such memory
+//! waits is refused.
 
 mod memory_support;
 
 use core::num::NonZeroU64;
 
-use memory_support::{KIB, MIB, TestStorage, layout};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use memory_support::{KIB, MIB, QueuedWork, TestStorage, layout};
 use proptest::prelude::*;
 use streamcore::memory::{
     LayoutPreset, MemoryError, MemoryLayout, MemoryManager, MemoryPolicy, SliceHandle,
@@ -41,6 +51,13 @@ enum Op {
     End,
     Abort,
     Persistent(bool),
+    /// Stream order only: reserve, waiting for the stream when asked if
+    /// the flag says it can.
+    ReserveOrdered(u64, bool),
+    /// Stream order only: free in stream order.
+    FreeOrdered(usize),
+    /// Stream order only: the stream completes this many more commands.
+    Progress(u64),
 }
 
 fn size() -> impl Strategy<Value = u64> {
@@ -67,6 +84,22 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::End),
         1 => Just(Op::Abort),
         1 => any::<bool>().prop_map(Op::Persistent),
+    ]
+}
+
+fn ordered_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (size(), any::<bool>()).prop_map(|(s, w)| Op::ReserveOrdered(s, w)),
+        4 => size().prop_map(Op::Reserve),
+        6 => any::<usize>().prop_map(Op::FreeOrdered),
+        2 => any::<usize>().prop_map(Op::Free),
+        3 => (0u64..6).prop_map(Op::Progress),
+        1 => Just(Op::Cleanup),
+        1 => (0u8..4).prop_map(Op::Install),
+        1 => Just(Op::Prepare),
+        1 => Just(Op::Begin),
+        1 => Just(Op::End),
+        1 => Just(Op::Abort),
     ]
 }
 
@@ -101,6 +134,8 @@ struct Live {
     in_prepare: bool,
     pinned: bool,
     cursor: u64,
+    /// The stream cursor of the command that touched it (stream order).
+    touched: u64,
 }
 
 impl Live {
@@ -184,11 +219,27 @@ enum Kind {
 }
 
 fn run(ops: Vec<Op>, first_layout: u8, resizable: bool) -> Result<(), TestCaseError> {
-    let storage = if resizable {
+    run_with(ops, first_layout, resizable, false)
+}
+
+fn run_with(
+    ops: Vec<Op>,
+    first_layout: u8,
+    resizable: bool,
+    ordered: bool,
+) -> Result<(), TestCaseError> {
+    let mut storage = if resizable {
         TestStorage::resizable(64 * KIB, 64 * MIB)
     } else {
         TestStorage::new()
     };
+    let queue = Rc::new(RefCell::new(QueuedWork::default()));
+    if ordered {
+        storage.queue = Some(queue.clone());
+    }
+    // The stream: commands submitted so far (one touch per reserve).
+    let mut submitted = 0u64;
+    let mut waits = 0u64;
     let mut m = MemoryManager::new(storage, layouts(first_layout));
     let mut live: Vec<Live> = Vec::new();
     let mut dead: Vec<SliceHandle> = Vec::new();
@@ -203,29 +254,89 @@ fn run(ops: Vec<Op>, first_layout: u8, resizable: bool) -> Result<(), TestCaseEr
         let allocs_before = m.storage().alloc_calls + m.storage().commit_calls;
         let decommits_before = m.storage().decommit_calls;
         match op {
-            Op::Reserve(size) => match m.reserve(size) {
-                Ok((handle, range)) => {
-                    prop_assert_eq!(range.len, size);
-                    live.push(Live {
-                        handle,
-                        range,
-                        owned: true,
-                        in_capture: phase == Phase::Capture,
-                        in_prepare: phase == Phase::Prepare,
-                        pinned: false,
-                        cursor: 0,
-                    });
+            Op::Reserve(_) | Op::ReserveOrdered(..) => {
+                let (size, r) = match op {
+                    Op::ReserveOrdered(size, can) => {
+                        let q = queue.clone();
+                        let mut wait = |cursor: u64| -> Option<u64> {
+                            if !can {
+                                return None;
+                            }
+                            // The stream runs until `cursor` (never past what
+                            // was submitted: the manager asks for no more).
+                            assert!(cursor <= submitted, "wait for {cursor} > {submitted}");
+                            q.borrow_mut().complete(cursor);
+                            waits += 1;
+                            Some(cursor)
+                        };
+                        (size, m.reserve_ordered(size, &mut wait))
+                    }
+                    Op::Reserve(size) => (size, m.reserve(size)),
+                    _ => unreachable!(),
+                };
+                match r {
+                    Ok((handle, range)) => {
+                        prop_assert_eq!(range.len, size);
+                        submitted += 1;
+                        live.push(Live {
+                            handle,
+                            range,
+                            owned: true,
+                            in_capture: phase == Phase::Capture,
+                            in_prepare: phase == Phase::Prepare,
+                            pinned: false,
+                            cursor: 0,
+                            touched: submitted,
+                        });
+                    }
+                    Err(MemoryError::AllocationInCapture { .. }) => {
+                        prop_assert_eq!(phase, Phase::Capture);
+                    }
+                    Err(e) => prop_assert!(false, "unexpected {e}"),
                 }
-                Err(MemoryError::AllocationInCapture { .. }) => {
-                    prop_assert_eq!(phase, Phase::Capture);
+                prop_assert_eq!(m.waits(), waits);
+            }
+            Op::FreeOrdered(i) => {
+                if live.is_empty() {
+                    continue;
                 }
-                Err(e) => prop_assert!(false, "unexpected {e}"),
-            },
+                let i = i % live.len();
+                let l = &live[i];
+                let r = m.free_ordered(l.handle, l.touched);
+                if l.owned {
+                    prop_assert!(r.is_ok());
+                    // The command that touched it may still be queued.
+                    queue.borrow_mut().touches.push((
+                        l.range.page.0,
+                        l.range.offset,
+                        l.range.len,
+                        l.touched,
+                    ));
+                    live[i].owned = false;
+                } else {
+                    let ok = matches!(r, Err(MemoryError::AlreadyFreed(_)));
+                    prop_assert!(ok, "unexpected result");
+                }
+            }
+            Op::Progress(n) => {
+                let mut q = queue.borrow_mut();
+                let to = (q.completed + n).min(submitted);
+                q.complete(to);
+                m.complete(to);
+                prop_assert_eq!(m.completed(), to.max(m.completed()));
+            }
             Op::Free(i) => {
                 if live.is_empty() {
                     continue;
                 }
                 let i = i % live.len();
+                if ordered && live[i].owned {
+                    // A plain free promises the slice's work is done: the
+                    // caller synchronized the stream first.
+                    let to = live[i].touched.max(queue.borrow().completed);
+                    queue.borrow_mut().complete(to);
+                    m.complete(to);
+                }
                 let r = m.free(live[i].handle);
                 if live[i].owned {
                     prop_assert!(r.is_ok());
@@ -278,9 +389,16 @@ fn run(ops: Vec<Op>, first_layout: u8, resizable: bool) -> Result<(), TestCaseEr
             Op::Install(i) => {
                 let in_use: u64 = live.iter().map(|l| l.range.len).sum();
                 let r = m.install(layouts(i));
+                let waiting = m.reuse_cursor() > m.completed();
                 match (phase, in_use) {
+                    (Phase::NoCapture, 0) if resizable && waiting && r.is_err() => {
+                        // Memory freed in stream order still waits.
+                        let ok = matches!(r, Err(MemoryError::InUse { bytes: 0 }));
+                        prop_assert!(ok, "unexpected {r:?}");
+                        prop_assert!(m.awaiting().is_some());
+                    }
                     (Phase::NoCapture, 0) => {
-                        prop_assert!(r.is_ok());
+                        prop_assert!(r.is_ok(), "{r:?}");
                         prop_assert_eq!(m.storage().live_bytes(), 0);
                         prop_assert_eq!(m.storage().committed(), 0);
                         prop_assert!(m.storage().ranges.is_empty());
@@ -383,6 +501,15 @@ proptest! {
     #[test]
     fn manager_matches_the_model(ops in proptest::collection::vec(op(), 1..160), first in 0u8..4) {
         run(ops, first, false)?;
+    }
+
+    #[test]
+    fn frees_in_stream_order_never_decommit_queued_bytes(
+        ops in proptest::collection::vec(ordered_op(), 1..200),
+        first in 0u8..4,
+        resizable in proptest::bool::weighted(0.8),
+    ) {
+        run_with(ops, first, resizable, true)?;
     }
 
     #[test]

@@ -10,11 +10,8 @@ use std::path::PathBuf;
 use streamcore::memory::{Favour, MemoryLayout, MemoryPolicy};
 use streamcore::platform::DeviceProperties;
 use streamcore_mock::replay::{
-    DriverModel, ReplayOptions, StreamcoreTarget, Trace, TraceEvent, replay,
+    DriverModel, ReplayOptions, StreamcoreTarget, Trace, replay, synthetic,
 };
-
-const KIB: u64 = 1 << 10;
-const MIB: u64 = 1 << 20;
 
 fn main() {
     let args: Vec<PathBuf> = std::env::args().skip(1).map(PathBuf::from).collect();
@@ -48,7 +45,7 @@ fn main() {
         }
     }
     if args.is_empty() {
-        traces.extend(synthetic());
+        traces.extend(synthetic::workloads());
     }
     let props = DeviceProperties {
         total_memory: 141_000_000_000,
@@ -58,13 +55,17 @@ fn main() {
     };
     let base = MemoryLayout::for_device(&props);
 
+    // "touch": the default policy with every allocation touched by a
+    // command on its stream and freed in stream order, as
+    // `streamcore replay --platform hip --touch` does.
     let knobs = [
-        ("default", *base.policy()),
-        ("bytes", MemoryPolicy::favouring(Favour::Bytes)),
-        ("time", MemoryPolicy::favouring(Favour::Time)),
+        ("default", *base.policy(), false),
+        ("touch", *base.policy(), true),
+        ("bytes", MemoryPolicy::favouring(Favour::Bytes), false),
+        ("time", MemoryPolicy::favouring(Favour::Time), false),
     ];
     println!(
-        "{:<22} {:<6} {:<8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>9} {:>9}",
+        "{:<22} {:<6} {:<8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>5} {:>9} {:>9}",
         "trace",
         "route",
         "policy",
@@ -73,20 +74,24 @@ fn main() {
         "commits",
         "decomm",
         "syncs",
+        "waits",
         "driver ms",
         "books ms"
     );
     for (name, trace) in &traces {
         for model in [DriverModel::Books, DriverModel::Malloc, DriverModel::Vmm] {
-            for (knob, policy) in &knobs {
-                if model != DriverModel::Vmm && *knob != "default" {
+            for &(knob, policy, ordered) in &knobs {
+                if model != DriverModel::Vmm && knob != "default" {
                     continue;
                 }
-                let layout = base.with_policy(*policy).expect("valid policy");
+                let layout = base.with_policy(policy).expect("valid policy");
                 let mut t = StreamcoreTarget::new(layout, 256).with_model(model);
+                if ordered {
+                    t = t.ordered();
+                }
                 match replay(trace, &mut t, ReplayOptions::default()) {
                     Ok(r) => println!(
-                        "{:<22} {:<6} {:<8} {:>7.4} {:>7} {:>7} {:>7} {:>6} {:>9.2} {:>9.2}",
+                        "{:<22} {:<6} {:<8} {:>7.4} {:>7} {:>7} {:>7} {:>6} {:>5} {:>9.2} {:>9.2}",
                         name,
                         model.name(),
                         knob,
@@ -95,6 +100,7 @@ fn main() {
                         r.storage.commits,
                         r.storage.decommits,
                         r.storage.syncs,
+                        t.waits(),
                         r.driver_ms(),
                         r.elapsed_ns as f64 / 1e6
                     ),
@@ -103,162 +109,4 @@ fn main() {
             }
         }
     }
-}
-
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    /// Log-uniform in `lo..hi`, rounded to 512 bytes as PyTorch's blocks.
-    fn size(&mut self, lo: u64, hi: u64) -> u64 {
-        let (a, b) = ((lo as f64).ln(), (hi as f64).ln());
-        let x = a + (b - a) * (self.below(1 << 20) as f64 / (1 << 20) as f64);
-        (x.exp() as u64).next_multiple_of(512).max(512)
-    }
-}
-
-/// Builds a trace from alloc/free calls.
-#[derive(Default)]
-struct Builder {
-    events: Vec<TraceEvent>,
-    slots: u32,
-    streams: u32,
-}
-
-impl Builder {
-    fn alloc(&mut self, size: u64, stream: u32) -> u32 {
-        let slot = self.slots;
-        self.slots += 1;
-        self.streams = self.streams.max(stream + 1);
-        self.events.push(TraceEvent::Alloc { slot, size, stream });
-        slot
-    }
-    fn free(&mut self, slot: u32) {
-        self.events.push(TraceEvent::Free { slot });
-    }
-    fn done(self, name: &str) -> (String, Trace) {
-        let mut t = Trace {
-            events: self.events,
-            slots: self.slots,
-            streams: self.streams,
-            ..Trace::default()
-        };
-        t.header.workload = name.to_string();
-        (name.to_string(), t)
-    }
-}
-
-/// Workloads of other shapes than the recorded ones.
-fn synthetic() -> Vec<(String, Trace)> {
-    let mut out = Vec::new();
-
-    // Three phases whose sizes do not overlap, four steps each, a persistent
-    // set kept throughout.
-    let mut b = Builder::default();
-    let mut r = Rng(11);
-    let _weights: Vec<u32> = (0..40).map(|_| b.alloc(r.size(MIB, 32 * MIB), 0)).collect();
-    for (lo, hi, n) in [
-        (MIB, 8 * MIB, 200),
-        (20 * MIB, 80 * MIB, 40),
-        (64 * KIB, 2 * MIB, 800),
-    ] {
-        for _ in 0..4 {
-            let live: Vec<u32> = (0..n).map(|_| b.alloc(r.size(lo, hi), 0)).collect();
-            for s in live.into_iter().rev() {
-                b.free(s);
-            }
-        }
-    }
-    out.push(b.done("syn_three_phases"));
-
-    // A cache that grows 3% a step (new buffer, old one freed), with
-    // transient activations around it.
-    let mut b = Builder::default();
-    let mut r = Rng(23);
-    let mut cache = b.alloc(64 * MIB, 0);
-    let mut size = 64 * MIB;
-    for _ in 0..120 {
-        let acts: Vec<u32> = (0..30)
-            .map(|_| b.alloc(r.size(256 * KIB, 16 * MIB), 0))
-            .collect();
-        size += size / 32;
-        let bigger = b.alloc(size.next_multiple_of(512), 0);
-        b.free(cache);
-        cache = bigger;
-        for s in acts {
-            b.free(s);
-        }
-    }
-    out.push(b.done("syn_growing_cache"));
-
-    // Random sizes and lifetimes: no step structure at all.
-    let mut b = Builder::default();
-    let mut r = Rng(37);
-    let mut live: Vec<u32> = Vec::new();
-    for _ in 0..10_000 {
-        if live.len() > 20 && r.below(100) < 50 {
-            let i = r.below(live.len() as u64) as usize;
-            let s = live.swap_remove(i);
-            b.free(s);
-        } else {
-            live.push(b.alloc(r.size(4 * KIB, 64 * MIB), 0));
-        }
-    }
-    for s in live {
-        b.free(s);
-    }
-    out.push(b.done("syn_random_lifetimes"));
-
-    // Three streams, each its own size mix, interleaved.
-    let mut b = Builder::default();
-    let mut r = Rng(41);
-    let mut live: Vec<Vec<u32>> = vec![Vec::new(); 3];
-    for step in 0..3000u64 {
-        let s = (step % 3) as u32;
-        let (lo, hi) = [(KIB, 256 * KIB), (MIB, 16 * MIB), (32 * MIB, 128 * MIB)][s as usize];
-        live[s as usize].push(b.alloc(r.size(lo, hi), s));
-        if live[s as usize].len() > 8 {
-            let old = live[s as usize].remove(0);
-            b.free(old);
-        }
-    }
-    for l in live {
-        for s in l {
-            b.free(s);
-        }
-    }
-    out.push(b.done("syn_three_streams"));
-
-    // A steady working set with rare huge transients.
-    let mut b = Builder::default();
-    let mut r = Rng(53);
-    let base: Vec<u32> = (0..100)
-        .map(|_| b.alloc(r.size(MIB, 24 * MIB), 0))
-        .collect();
-    for step in 0..60 {
-        let acts: Vec<u32> = (0..40)
-            .map(|_| b.alloc(r.size(512 * KIB, 8 * MIB), 0))
-            .collect();
-        if step % 10 == 9 {
-            let huge = b.alloc(r.size(512 * MIB, 1 << 30), 0);
-            b.free(huge);
-        }
-        for s in acts {
-            b.free(s);
-        }
-    }
-    for s in base {
-        b.free(s);
-    }
-    out.push(b.done("syn_huge_transients"));
-    out
 }

@@ -46,3 +46,30 @@ fn an_alignment_of_2_pow_63_is_a_typed_error() {
     };
     assert!(format!("{e}").contains("alignment"), "{e}");
 }
+
+/// The default pools scale with the device's memory: a device of a few
+/// hundred KiB with two streams serves both streams, the staging pool and a
+/// quarter of its memory in one buffer (its pools' pages used to be 1 MiB
+/// whatever the device, so a 256 KiB device could allocate nothing).
+#[test]
+fn a_small_device_serves_every_stream_with_the_default_layout() {
+    for vm in [false, true] {
+        for total in [256u64 << 10, 1 << 20] {
+            let mut config = MockConfig::default().total_memory(total).host_memory(total);
+            if vm {
+                config = config.virtual_memory(16 << 10);
+            }
+            let mock = MockPlatform::with_config(config).unwrap();
+            let device = Device::new(mock, DeviceConfig::with_streams(2)).unwrap();
+            let a = device.upload(StreamId(0), &[7u8; 16]).unwrap();
+            let b = device.alloc(StreamId(1), 100).unwrap();
+            let c = device.alloc(StreamId(0), total / 4).unwrap();
+            assert_eq!(device.read(StreamId(0), &a).unwrap(), vec![7u8; 16]);
+            drop((a, b, c));
+            assert!(
+                device.alloc(StreamId(0), 2 * total).is_err(),
+                "past the device's memory"
+            );
+        }
+    }
+}

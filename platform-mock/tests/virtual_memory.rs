@@ -212,3 +212,110 @@ fn faults_on_commit_and_decommit_are_typed() {
     dev.decommit(page, 0, 64 * KIB).unwrap();
     assert_eq!(f.inner().memory_used(MemoryKind::Device), 0);
 }
+
+/// Frees in stream order over resizable pages, on a device that runs
+/// nothing until the host waits (or a step is forced): every slice is
+/// written by a kernel queued on the stream and freed at once naming that
+/// kernel's cursor; its bytes serve later kernels of the same stream while
+/// earlier ones are still queued; chunks are decommitted only once the
+/// stream is known to have passed them (told by polled events, or waited
+/// for when the manager asks). The hazard checker stays silent, and every
+/// live slice holds what its own kernel wrote.
+#[test]
+fn frees_in_stream_order_reuse_at_once_and_decommit_only_fenced_bytes() {
+    use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec};
+    for seed in 0..4u64 {
+        let mut r = rig(config(seed).lazy());
+        let storage = r.mock.device_storage().unwrap();
+        let layout = MemoryLayout::new(
+            &[
+                PoolSpec::small(64 * KIB, KIB),
+                PoolSpec::sliced(256 * KIB, 32 * KIB),
+                PoolSpec::exclusive(4 * MIB),
+            ],
+            256,
+            MemoryPolicy {
+                // Give memory back whenever a phase moves on.
+                trim_headroom_shift: 64,
+                ..MemoryPolicy::default()
+            },
+        )
+        .unwrap();
+        let mut m = MemoryManager::new(storage, layout);
+        assert!(m.carves_pages());
+        let mut s = r.stream();
+        let k = r.kernel("fill");
+        let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        // (handle, range, value, cursor of its kernel)
+        let mut live = Vec::new();
+        let mut cursor = 0u64;
+        // A progress event: (cursor it covers, event).
+        let mut progress = None;
+        let mut value = 0u32;
+        for step in 0..300u64 {
+            // Three phases of disjoint sizes, so trimming decommits.
+            let (lo, hi) = [(KIB, 32 * KIB), (256 * KIB, 3 * MIB), (40 * KIB, 200 * KIB)]
+                [(step / 100) as usize];
+            if live.len() < 12 && next(3) != 0 {
+                let size = (lo + next(hi - lo)).next_multiple_of(4);
+                let can_wait = step % 4 != 0;
+                let submitted = cursor;
+                let mock = &r.mock;
+                let stream = &mut s;
+                let mut wait = |c: u64| -> Option<u64> {
+                    assert!(c <= submitted, "asked for {c} past {submitted}");
+                    if !can_wait {
+                        return None;
+                    }
+                    let e = mock.record(stream).unwrap();
+                    mock.synchronize(&e).unwrap();
+                    Some(submitted)
+                };
+                let (h, range) = m.reserve_ordered(size, &mut wait).unwrap();
+                value += 1;
+                r.mock
+                    .launch(&mut s, &k, fill_dims(value), &[write(range)])
+                    .unwrap();
+                cursor += 1;
+                live.push((h, range, value, cursor));
+            } else if !live.is_empty() {
+                let (h, _, _, c) = live.swap_remove(next(live.len() as u64) as usize);
+                m.free_ordered(h, c).unwrap();
+            }
+            match next(8) {
+                0 => {
+                    r.mock.step();
+                }
+                1 if progress.is_none() => {
+                    progress = Some((cursor, r.mock.record(&mut s).unwrap()));
+                }
+                2 => {
+                    if let Some((c, e)) = &progress {
+                        if r.mock.query(e).unwrap() {
+                            m.complete(*c);
+                            progress = None;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        r.mock.assert_no_hazards();
+        assert!(m.decommits() > 0, "seed {seed}: trimming decommitted");
+        assert!(m.waits() > 0, "seed {seed}: the manager asked to wait");
+        for &(_, range, value, _) in &live {
+            let words = r.download(&mut s, range);
+            assert!(
+                words.iter().all(|&w| w == value),
+                "seed {seed}: a live slice lost its bytes"
+            );
+        }
+        r.mock.assert_no_hazards();
+    }
+}

@@ -119,6 +119,7 @@ fn run_trace(
             platform,
             chosen.layout.clone(),
             touch,
+            args.frees,
             policy,
             !args.fence_poll_only,
         )

@@ -9,6 +9,8 @@ use streamcore::memory::{MemoryError, MemoryLayout, MemoryManager, SliceHandle};
 use streamcore::platform::{DeviceRange, Platform};
 use streamcore_hip::{HipDeviceStorage, HipError, HipEvent, HipPlatform, HipStream, PoolBlock};
 
+use crate::platform::FreesArg;
+
 /// Bytes written into each new allocation by `--touch`.
 pub const TOUCH_BYTES: u64 = 64 * 1024;
 
@@ -79,11 +81,14 @@ pub trait DeviceTarget {
 struct Lane {
     stream: HipStream,
     manager: MemoryManager<HipDeviceStorage>,
-    /// Frees waiting for a fence recorded after the slice's last use
-    /// (only with `touch`: otherwise no work is ever queued).
+    /// Fenced frees: waiting for a fence recorded after the slice's last
+    /// use (only with `touch`: otherwise no work is ever queued).
     queue: DropQueue<SliceHandle, HipEvent>,
-    /// Fences recorded for the queue.
+    /// Fences recorded for the queue, or stream synchronizations the
+    /// manager asked for (frees in stream order).
     events: u64,
+    /// Commands queued on the stream so far (its cursor).
+    cursor: u64,
 }
 
 /// streamcore's pools, one manager per stream over the platform's device
@@ -92,6 +97,7 @@ pub struct StreamcoreTarget<'p> {
     platform: &'p HipPlatform,
     layout: MemoryLayout,
     touch: bool,
+    frees: FreesArg,
     policy: FlushPolicy,
     wait: bool,
     lanes: Vec<Lane>,
@@ -100,14 +106,17 @@ pub struct StreamcoreTarget<'p> {
 }
 
 impl<'p> StreamcoreTarget<'p> {
-    /// Managers with `layout`; with `touch`, frees go through a drop queue
-    /// per stream flushed by `policy`. With `wait`, an allocation that the
+    /// Managers with `layout`. With `touch`, frees reach the managers as
+    /// `frees` says: in stream order, or through a drop queue per stream
+    /// flushed by `policy` (then, with `wait`, an allocation that the
     /// queue's sealed frees could serve waits for the oldest of them rather
-    /// than let the pool grow (the device is only a few small writes behind).
+    /// than let the pool grow: the device is only a few small writes
+    /// behind).
     pub fn new(
         platform: &'p HipPlatform,
         layout: MemoryLayout,
         touch: bool,
+        frees: FreesArg,
         policy: FlushPolicy,
         wait: bool,
     ) -> Self {
@@ -115,6 +124,7 @@ impl<'p> StreamcoreTarget<'p> {
             platform,
             layout,
             touch,
+            frees,
             policy,
             wait,
             lanes: Vec::new(),
@@ -131,12 +141,14 @@ impl<'p> StreamcoreTarget<'p> {
                 manager: MemoryManager::new(storage, self.layout.clone()),
                 queue: DropQueue::with_capacity(self.policy, 256, 64),
                 events: 0,
+                cursor: 0,
             });
         }
         Ok(&mut self.lanes[stream as usize])
     }
 
-    /// Hands every slice whose fence has passed back to its manager.
+    /// Fenced frees: hands every slice whose fence has passed back to its
+    /// manager.
     fn reclaim(platform: &HipPlatform, lane: &mut Lane) -> Result<(), TargetError> {
         let manager = &mut lane.manager;
         let mut failed = None;
@@ -151,7 +163,7 @@ impl<'p> StreamcoreTarget<'p> {
         failed.map_or(Ok(()), |e| Err(e.into()))
     }
 
-    /// Blocks until the oldest sealed batch of frees is reclaimed.
+    /// Fenced frees: blocks until the oldest sealed batch is reclaimed.
     fn wait_oldest(platform: &HipPlatform, lane: &mut Lane) -> Result<(), TargetError> {
         let manager = &mut lane.manager;
         let mut failed = None;
@@ -166,7 +178,8 @@ impl<'p> StreamcoreTarget<'p> {
         failed.map_or(Ok(()), |e| Err(e.into()))
     }
 
-    /// Blocks until every queued free of the lane is reclaimed.
+    /// Blocks until every queued command of the lane completed and every
+    /// queued free is reclaimed.
     fn drain(platform: &HipPlatform, lane: &mut Lane) -> Result<(), TargetError> {
         let stream = &mut lane.stream;
         let events = &mut lane.events;
@@ -184,7 +197,46 @@ impl<'p> StreamcoreTarget<'p> {
                 }
             },
         )?;
-        failed.map_or(Ok(()), |e| Err(e.into()))
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        lane.stream.synchronize()?;
+        lane.manager.complete(lane.cursor);
+        Ok(())
+    }
+
+    /// Reserves for work queued on the lane's stream, freed in stream
+    /// order: when the manager must wait for the stream before it gives
+    /// memory back, the stream is synchronized (it is a few small writes
+    /// behind).
+    fn reserve_ordered(
+        lane: &mut Lane,
+        size: u64,
+    ) -> Result<(SliceHandle, DeviceRange), TargetError> {
+        let Lane {
+            stream,
+            manager,
+            events,
+            cursor,
+            ..
+        } = lane;
+        let submitted = *cursor;
+        let mut failed = None;
+        let mut wait = |_: u64| -> Option<u64> {
+            *events += 1;
+            match stream.synchronize() {
+                Ok(()) => Some(submitted),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    None
+                }
+            }
+        };
+        let reserved = manager.reserve_ordered(size, &mut wait);
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        Ok(reserved?)
     }
 
     fn note_held(&mut self) {
@@ -194,55 +246,73 @@ impl<'p> StreamcoreTarget<'p> {
 }
 
 impl DeviceTarget for StreamcoreTarget<'_> {
-    type Handle = (SliceHandle, u64);
+    /// The slice, its size, and the stream cursor of its touch.
+    type Handle = (SliceHandle, u64, u64);
 
-    fn alloc(&mut self, stream: u32, size: u64) -> Result<(SliceHandle, u64), TargetError> {
+    fn alloc(&mut self, stream: u32, size: u64) -> Result<Self::Handle, TargetError> {
         let platform = self.platform;
         let touch = self.touch;
+        let frees = self.frees;
         let wait = self.wait;
         let lane = self.lane(stream)?;
-        if touch {
-            Self::reclaim(platform, lane)?;
-            if wait && lane.queue.pending_bytes() >= size {
-                Self::wait_oldest(platform, lane)?;
+        let reserved = match (touch, frees) {
+            (false, _) => lane.manager.reserve(size)?,
+            (true, FreesArg::Ordered) => Self::reserve_ordered(lane, size)?,
+            (true, FreesArg::Fenced) => {
+                Self::reclaim(platform, lane)?;
+                if wait && lane.queue.pending_bytes() >= size {
+                    Self::wait_oldest(platform, lane)?;
+                }
+                match lane.manager.reserve(size) {
+                    Ok(r) => r,
+                    Err(MemoryError::OutOfMemory { .. }) if !lane.queue.is_empty() => {
+                        // As the device does: wait for the deferred frees,
+                        // retry once.
+                        Self::drain(platform, lane)?;
+                        lane.manager.reserve(size)?
+                    }
+                    Err(e) => return Err(e.into()),
+                }
             }
-        }
-        let reserved = match lane.manager.reserve(size) {
-            Ok(r) => r,
-            Err(MemoryError::OutOfMemory { .. }) if touch && !lane.queue.is_empty() => {
-                // As the device does: wait for the deferred frees, retry once.
-                Self::drain(platform, lane)?;
-                lane.manager.reserve(size)?
-            }
-            Err(e) => return Err(e.into()),
         };
         let (handle, range) = reserved;
         if touch {
             let len = range.len.min(TOUCH_BYTES);
             platform.fill(&mut lane.stream, DeviceRange { len, ..range }, 0)?;
+            lane.cursor += 1;
         }
+        let cursor = lane.cursor;
         self.note_held();
-        Ok((handle, size))
+        Ok((handle, size, cursor))
     }
 
-    fn free(&mut self, stream: u32, (handle, size): (SliceHandle, u64)) -> Result<(), TargetError> {
+    fn free(
+        &mut self,
+        stream: u32,
+        (handle, size, cursor): Self::Handle,
+    ) -> Result<(), TargetError> {
         let platform = self.platform;
         let touch = self.touch;
+        let frees = self.frees;
         let lane = self.lane(stream)?;
-        if touch {
-            // Work queued on the stream may still touch the slice: it goes
-            // back to the pool only once a fence recorded after it passed.
-            if lane.queue.push(handle, size) != streamcore::drop_queue::Pushed::Staged {
-                let stream = &mut lane.stream;
-                let events = &mut lane.events;
-                lane.queue.flush_with(|| {
-                    *events += 1;
-                    platform.record(stream)
-                })?;
+        match (touch, frees) {
+            // Nothing was ever queued on the device: nothing to order.
+            (false, _) => lane.manager.free(handle)?,
+            // Only this stream's queued work touches it (the touch), and
+            // later work of the stream runs after it.
+            (true, FreesArg::Ordered) => lane.manager.free_ordered(handle, cursor)?,
+            (true, FreesArg::Fenced) => {
+                // It goes back to the pool only once a fence recorded after
+                // it passed.
+                if lane.queue.push(handle, size) != streamcore::drop_queue::Pushed::Staged {
+                    let stream = &mut lane.stream;
+                    let events = &mut lane.events;
+                    lane.queue.flush_with(|| {
+                        *events += 1;
+                        platform.record(stream)
+                    })?;
+                }
             }
-        } else {
-            // Nothing was ever queued on the device: nothing to fence.
-            lane.manager.free(handle)?;
         }
         self.note_held();
         Ok(())

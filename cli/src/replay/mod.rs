@@ -23,7 +23,7 @@ use streamcore_mock::replay::{
     Accounting, ReplayError, ReplayOptions, Sample, StreamcoreTarget, Trace, TraceError, replay,
 };
 
-use crate::platform::{PlatformArg, StorageArg};
+use crate::platform::{FreesArg, PlatformArg, StorageArg};
 use layout::{ChosenLayout, LayoutArgError};
 use output::Outcome;
 use progress::Progress;
@@ -148,7 +148,13 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub runs: u32,
 
-    /// With `--platform hip --touch`: a fence is recorded once this many
+    /// With `--platform hip --touch`: how frees reach streamcore's pools:
+    /// at once in stream order (the default), or fenced through a drop
+    /// queue per stream (the options below).
+    #[arg(long, value_enum, default_value_t = FreesArg::Ordered)]
+    pub frees: FreesArg,
+
+    /// With `--platform hip --touch --frees fenced`: a fence is recorded once this many
     /// frees are staged (0: after every free) ...
     #[arg(long, default_value_t = 64, value_name = "N")]
     pub fence_every: usize,
@@ -157,7 +163,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
     pub fence_bytes: u64,
 
-    /// With `--platform hip --touch`: only poll fences. By default an
+    /// With `--platform hip --touch --frees fenced`: only poll fences. By default an
     /// allocation that sealed frees could serve waits for the oldest fence
     /// (the device is a few small writes behind) instead of letting the pool
     /// grow.

@@ -10,6 +10,13 @@
 //! slice (and, since slices are freed only once no queued work touches them,
 //! no queued work) touches it.
 //!
+//! Frees in stream order (see `MemoryManager::free_ordered`) hand bytes
+//! back while work queued on the stream may still touch them: a chunk that
+//! goes idle is stamped with the highest stream cursor any free has named so
+//! far (its *fence*), and may be decommitted only once the stream has
+//! completed that cursor. The stamps only grow, so the idle LRU is ordered
+//! by fence too: the chunks that may go are always a prefix of it.
+//!
 //! Walking the chunks a block overlaps costs one step per chunk, and a
 //! chunk is at least one granule (2 MiB on the driver), so the hot path
 //! stays O(1) for the slices that fit in a chunk.
@@ -33,6 +40,9 @@ pub(super) struct Chunk {
     next: u32,
     /// The reserve count when it last became idle.
     pub idle_since: u64,
+    /// The stream cursor that must complete before it may be decommitted
+    /// (the table's fence when it last became idle).
+    pub fence: u64,
 }
 
 /// The granules of one reservation.
@@ -62,6 +72,11 @@ pub(super) struct ChunkTable {
     chunks: Arena<Chunk>,
     lru_head: u32,
     lru_tail: u32,
+    /// The highest stream cursor a free in stream order has named: what a
+    /// chunk going idle now must wait for.
+    pub fence: u64,
+    /// Bytes of the idle chunks.
+    pub idle_bytes: u64,
 }
 
 impl ChunkTable {
@@ -79,6 +94,8 @@ impl ChunkTable {
             chunks: Arena::new(),
             lru_head: NIL,
             lru_tail: NIL,
+            fence: 0,
+            idle_bytes: 0,
         }
     }
 
@@ -121,6 +138,11 @@ impl ChunkTable {
             .get(g as usize)
             .copied()
             .unwrap_or(NIL)
+    }
+
+    pub(super) fn at_granule(&self, map: u32, g: u32) -> Option<u32> {
+        let c = self.at(map, g);
+        (c != NIL).then_some(c)
     }
 
     /// The chunk at index `c`.
@@ -169,6 +191,7 @@ impl ChunkTable {
             g = ch.start + ch.len;
             if ch.users == 0 {
                 ch.idle_since = now;
+                ch.fence = self.fence;
                 idle.chunks += 1;
                 idle.bytes += u64::from(ch.len) << self.shift;
                 self.lru_push(c);
@@ -225,6 +248,7 @@ impl ChunkTable {
                 prev: NIL,
                 next: NIL,
                 idle_since: now,
+                fence: self.fence,
             })
             .ok()?
             .index;
@@ -265,6 +289,11 @@ impl ChunkTable {
         (self.lru_head != NIL).then_some(self.lru_head)
     }
 
+    /// The youngest idle chunk.
+    pub(super) fn lru_tail(&self) -> Option<u32> {
+        (self.lru_tail != NIL).then_some(self.lru_tail)
+    }
+
     /// The idle chunk after `c` (younger).
     pub(super) fn lru_next(&self, c: u32) -> Option<u32> {
         let n = self.chunks[c].next;
@@ -291,6 +320,7 @@ impl ChunkTable {
     fn lru_push(&mut self, c: u32) {
         let tail = self.lru_tail;
         let ch = &mut self.chunks[c];
+        self.idle_bytes += u64::from(ch.len) << self.shift;
         ch.in_lru = true;
         ch.prev = tail;
         ch.next = NIL;
@@ -307,6 +337,7 @@ impl ChunkTable {
         if !ch.in_lru {
             return;
         }
+        self.idle_bytes -= u64::from(ch.len) << self.shift;
         if ch.prev != NIL {
             self.chunks[ch.prev].next = ch.next;
         } else {

@@ -6,6 +6,7 @@ use super::error::{MemoryError, OomCause};
 use super::manager::MemoryManager;
 use super::pages::Page;
 use super::pool::Engine;
+use super::progress::Progress;
 use super::rounding::round_class;
 use super::segment::Carving;
 use crate::platform::{ErrorKind, PageId, PlatformError, Storage};
@@ -33,19 +34,25 @@ impl<S: Storage> MemoryManager<S> {
     }
 
     /// Makes room for and allocates a page of the pool; returns its index.
-    pub(super) fn grow(&mut self, pool: usize, rounded: u64) -> Result<u32, MemoryError<S::Error>> {
+    pub(super) fn grow(
+        &mut self,
+        pool: usize,
+        rounded: u64,
+        progress: &mut dyn Progress,
+    ) -> Result<u32, MemoryError<S::Error>> {
         let Some(bytes) = self.page_bytes(pool, rounded) else {
             return Err(MemoryError::InvalidSize { size: rounded });
         };
         if self.capture.is_recording() {
             return Err(MemoryError::AllocationInCapture { bytes });
         }
+        self.release_recent();
         if !self.capture.is_open() {
             self.make_room(pool, bytes)?;
         }
         self.check_limits(pool, bytes, rounded)?;
         let placed = if self.segment.is_some() {
-            Placed::Carved(self.carve_page(bytes, rounded)?)
+            Placed::Carved(self.carve_page(bytes, rounded, progress)?)
         } else {
             Placed::Own(self.alloc_page(bytes, rounded)?)
         };

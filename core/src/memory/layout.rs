@@ -174,8 +174,37 @@ pub struct MemoryPolicy {
     /// growing cache) neither fragments the space of the others nor keeps
     /// memory once it is freed and the memory is needed elsewhere.
     pub large_page_granules: u32,
+    /// On a resizable storage, when carved pages guard against stranding
+    /// free memory inside committed chunks (see [`StrandGuard`]).
+    pub strand_guard: StrandGuard,
     /// The most pages the manager may hold at once.
     pub max_pages: u32,
+}
+
+/// When a manager over a resizable storage guards against *stranded*
+/// memory: free space inside a committed chunk that some page still uses,
+/// which cannot be given back (a chunk is one commit, given back whole).
+///
+/// Guarding means: a page's boundary granules are committed as chunks of
+/// their own, a commit covers only what the page needs (no reaching ahead),
+/// and an idle chunk a new page would use only in part is decommitted first
+/// (so its rest is not stranded while the page lives). Each costs driver
+/// calls; workloads with structure (training steps, phases, a growing cache)
+/// strand little without it, workloads of random sizes and lifetimes strand
+/// a tenth of their memory and more.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum StrandGuard {
+    /// Never: fewest commits.
+    Off,
+    /// From the first commit that passes the trim limit while the live
+    /// bytes are below their peak and more than 1/32 of the memory held
+    /// (and more than eight granules) is stranded (stranding made the
+    /// manager grow), until less than 1/64 is.
+    #[default]
+    Adaptive,
+    /// Always: fewest bytes.
+    On,
 }
 
 impl Default for MemoryPolicy {
@@ -191,6 +220,7 @@ impl Default for MemoryPolicy {
             commit_step_shift: 6,
             split_boundaries: false,
             large_page_granules: 256,
+            strand_guard: StrandGuard::Adaptive,
         }
     }
 }
@@ -200,12 +230,13 @@ impl Default for MemoryPolicy {
 #[non_exhaustive]
 pub enum Favour {
     /// Fewest bytes held: commit only what slices need, give idle memory
-    /// back before growing.
+    /// back before growing, always guard against stranded memory.
     Bytes,
     /// Both: the default.
     #[default]
     Balanced,
-    /// Fewest driver calls: commit ahead in large steps, keep idle memory.
+    /// Fewest driver calls: commit ahead in large steps, keep idle memory,
+    /// never guard against stranded memory.
     Time,
 }
 
@@ -219,11 +250,13 @@ impl MemoryPolicy {
                 trim_headroom_shift: 64,
                 commit_step_shift: 64,
                 split_boundaries: true,
+                strand_guard: StrandGuard::On,
                 ..base
             },
             Favour::Time => Self {
                 trim_headroom_shift: 5,
                 commit_step_shift: 4,
+                strand_guard: StrandGuard::Off,
                 ..base
             },
         }
@@ -312,6 +345,23 @@ pub enum LayoutError {
         /// The alignment given.
         alignment: u64,
     },
+    /// A pool's pages are larger than the device's memory
+    /// ([`MemoryLayout::fits`]).
+    PageLargerThanDevice {
+        /// The pool's index in the list.
+        pool: usize,
+        /// Its page size.
+        page: u64,
+        /// The device's memory.
+        total: u64,
+    },
+    /// The device has less memory than one page of its alignment.
+    DeviceTooSmall {
+        /// The device's memory.
+        total: u64,
+        /// The smallest page it could have.
+        page: u64,
+    },
     /// A pool's page size exceeds [`MAX_PAGE_SIZE`].
     PageTooLarge {
         /// The pool's index in the list.
@@ -358,6 +408,14 @@ impl fmt::Display for LayoutError {
                 f,
                 "alignment {alignment} is not a power of two of at most {MAX_ALIGNMENT}"
             ),
+            LayoutError::PageLargerThanDevice { pool, page, total } => write!(
+                f,
+                "pool {pool}: pages of {page} B do not fit the device's {total} B"
+            ),
+            LayoutError::DeviceTooSmall { total, page } => write!(
+                f,
+                "the device's {total} B of memory hold no page of {page} B"
+            ),
             LayoutError::PageTooLarge { pool, page, limit } => write!(
                 f,
                 "pool {pool}: page size {page} B exceeds the limit of {limit} B"
@@ -370,6 +428,11 @@ impl core::error::Error for LayoutError {}
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
+
+/// The largest power of two at most `x` (`x` > 0).
+const fn prev_power_of_two(x: u64) -> u64 {
+    1 << (63 - x.leading_zeros())
+}
 
 impl MemoryLayout {
     /// A custom layout: `pools` ordered by growing `max_slice`, offsets and
@@ -453,7 +516,14 @@ impl MemoryLayout {
         Self::try_preset(LayoutPreset::Balanced, props)
     }
 
-    /// A preset shaped by the device's largest page and alignment.
+    /// A preset shaped by the device's memory, largest page and alignment.
+    ///
+    /// Pages scale with the device: the small and sliced pools' pages are
+    /// at most 1/16 of its memory (1 MiB and 512 KiB from 16 MiB up), so a
+    /// few streams and the staging pool fit on a device of a few hundred
+    /// KiB; the largest exclusive page is the device's largest page (at
+    /// least 16 MiB, at most its memory). A `total_memory` of 0 counts as
+    /// unknown (no limit).
     ///
     /// Properties out of range never panic: a largest page above
     /// [`MAX_PAGE_SIZE`] counts as that limit, and an alignment that is not
@@ -466,54 +536,70 @@ impl MemoryLayout {
         } else {
             256
         };
-        Self::build_preset(preset, props.max_page_size, alignment)
+        Self::build_preset(preset, props.max_page_size, props.total_memory, alignment)
     }
 
-    /// A preset, or why the device's alignment cannot have one.
+    /// A preset, or why the device's properties cannot have one: an
+    /// alignment that is not a power of two of at most [`MAX_ALIGNMENT`],
+    /// or less memory than one page of the alignment.
     pub fn try_preset(preset: LayoutPreset, props: &DeviceProperties) -> Result<Self, LayoutError> {
         if !props.alignment.is_power_of_two() || props.alignment > MAX_ALIGNMENT {
             return Err(LayoutError::BadAlignment {
                 alignment: props.alignment,
             });
         }
+        if props.total_memory != 0 && props.total_memory < props.alignment {
+            return Err(LayoutError::DeviceTooSmall {
+                total: props.total_memory,
+                page: props.alignment,
+            });
+        }
         Ok(Self::build_preset(
             preset,
             props.max_page_size,
+            props.total_memory,
             props.alignment,
         ))
     }
 
-    fn build_preset(preset: LayoutPreset, max_page_size: u64, alignment: u64) -> Self {
+    fn build_preset(preset: LayoutPreset, max_page_size: u64, total: u64, alignment: u64) -> Self {
+        // The small pools' pages: at most 1/16 of the device, a power of two.
+        let budget = if total == 0 { u64::MAX } else { total };
+        let share = prev_power_of_two((budget / 16).max(1));
         // Every pool must hold at least one aligned slice.
         let max_page = max_page_size
             .max(16 * MIB)
+            .min(budget)
             .max(alignment)
             .min(MAX_PAGE_SIZE);
-        let small_page = (MIB).max(alignment);
-        let small_max = (KIB).max(alignment).min(small_page);
+        let small_page = MIB.min(share).max(alignment);
+        let small_max = KIB.min(small_page / 4).max(alignment).min(small_page);
         let small = PoolSpec::small(small_page, small_max);
         let mut pools: Vec<PoolSpec> = Vec::new();
         pools.push(small);
         match preset {
             LayoutPreset::Balanced => {
-                let sliced_max = (256 * KIB).max(small_max * 2);
                 // Half a MiB: the driver packs pages this small, and carved
                 // pages of the small and sliced pools share one granule.
-                pools.push(PoolSpec::sliced((512 * KIB).max(sliced_max), sliced_max));
+                let sliced_page = (512 * KIB).min(share).max(small_max * 4);
+                let sliced_max = (256 * KIB).min(sliced_page / 2).max(small_max * 2);
+                pools.push(PoolSpec::sliced(sliced_page, sliced_max));
                 pools.push(PoolSpec::exclusive(max_page.max(sliced_max * 2)));
             }
             LayoutPreset::ExclusivePages => {
                 pools.push(PoolSpec::exclusive(max_page.max(small_max * 2)));
             }
             LayoutPreset::Sliced => {
-                let mut page = 4 * MIB;
-                let mut slice = 512 * KIB;
+                let mut page = (4 * MIB).min(share).max(small_max * 16);
+                let mut slice = page / 8;
                 while page < max_page && pools.len() < MAX_POOLS - 1 {
                     pools.push(PoolSpec::sliced(page, slice));
                     page *= 8;
                     slice *= 8;
                 }
-                pools.push(PoolSpec::sliced(max_page, max_page));
+                let before = pools.last().map_or(0, |p| p.max_slice);
+                let last = max_page.max(before * 2);
+                pools.push(PoolSpec::sliced(last, last));
             }
         }
         match Self::new(&pools, alignment, MemoryPolicy::default()) {
@@ -526,6 +612,29 @@ impl MemoryLayout {
                 policy: MemoryPolicy::default(),
             },
         }
+    }
+
+    /// Whether every page of this layout fits a device of `total` bytes
+    /// (0: unknown, always fits): else the first pool whose page does not.
+    pub fn fits(&self, total: u64) -> Result<(), LayoutError> {
+        if total == 0 {
+            return Ok(());
+        }
+        for (i, p) in self.pools.iter().enumerate() {
+            let page = match p.kind {
+                // Exclusive pages are sized to their requests.
+                PoolKind::Exclusive => self.alignment,
+                _ => p.page_size,
+            };
+            if page > total {
+                return Err(LayoutError::PageLargerThanDevice {
+                    pool: i,
+                    page,
+                    total,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The same layout with another policy (validated again).
@@ -632,7 +741,14 @@ mod tests {
                 LayoutPreset::Sliced,
             ] {
                 let l = MemoryLayout::preset(preset, &p);
-                assert_eq!(l.pools().last().unwrap().max_slice, MAX_PAGE_SIZE);
+                // The largest page is the device's memory at most.
+                assert_eq!(l.pools().last().unwrap().max_slice, p.total_memory);
+                let unknown = DeviceProperties {
+                    total_memory: 0,
+                    ..p
+                };
+                let l0 = MemoryLayout::preset(preset, &unknown);
+                assert_eq!(l0.pools().last().unwrap().max_slice, MAX_PAGE_SIZE);
                 let again = MemoryLayout::new(l.pools(), l.alignment(), *l.policy());
                 assert_eq!(again.as_ref(), Ok(&l), "{preset:?}");
             }
@@ -650,6 +766,79 @@ mod tests {
             MemoryLayout::try_for_device(&props()),
             Ok(MemoryLayout::for_device(&props()))
         );
+    }
+
+    /// Defaults scale with the device: on a device of a few hundred KiB the
+    /// small pools' pages are 1/16 of it (a 256 KiB device used to get
+    /// 1 MiB pages and could allocate nothing), GPU-sized devices keep
+    /// 1 MiB and 512 KiB pages; every preset fits its device, and a device
+    /// smaller than one aligned page is a typed error.
+    #[test]
+    fn presets_scale_with_the_devices_memory() {
+        for total in [
+            4 * KIB,
+            64 * KIB,
+            256 * KIB,
+            MIB,
+            8 * MIB,
+            16 * MIB,
+            1 << 34,
+            141 << 30,
+        ] {
+            let p = DeviceProperties {
+                total_memory: total,
+                max_page_size: total / 4,
+                alignment: 256,
+                integrated: true,
+            };
+            for preset in [
+                LayoutPreset::Balanced,
+                LayoutPreset::ExclusivePages,
+                LayoutPreset::Sliced,
+            ] {
+                let l = MemoryLayout::try_preset(preset, &p).unwrap();
+                assert_eq!(l.fits(total), Ok(()), "{preset:?} {total}");
+                let small = l.pools()[0];
+                assert!(
+                    small.page_size <= (total / 16).max(256),
+                    "{total}: {small:?}"
+                );
+                let again = MemoryLayout::new(l.pools(), l.alignment(), *l.policy());
+                assert_eq!(again.as_ref(), Ok(&l), "{preset:?} {total}");
+            }
+            let l = MemoryLayout::for_device(&p);
+            if total >= 16 * MIB {
+                assert_eq!(
+                    (l.pools()[0].page_size, l.pools()[1].page_size),
+                    (MIB, 512 * KIB),
+                    "{total}"
+                );
+            }
+        }
+        let tiny = DeviceProperties {
+            total_memory: 100,
+            max_page_size: 100,
+            alignment: 256,
+            integrated: true,
+        };
+        assert_eq!(
+            MemoryLayout::try_for_device(&tiny),
+            Err(LayoutError::DeviceTooSmall {
+                total: 100,
+                page: 256
+            })
+        );
+        let big =
+            MemoryLayout::new(&[PoolSpec::sliced(MIB, KIB)], 256, MemoryPolicy::default()).unwrap();
+        assert_eq!(
+            big.fits(256 * KIB),
+            Err(LayoutError::PageLargerThanDevice {
+                pool: 0,
+                page: MIB,
+                total: 256 * KIB
+            })
+        );
+        assert!(alloc::format!("{}", big.fits(1).unwrap_err()).contains("do not fit"));
     }
 
     #[test]

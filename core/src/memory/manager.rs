@@ -10,6 +10,7 @@ use super::handle::{AllocationMode, SliceHandle};
 use super::layout::{LayoutError, MAX_ALIGNMENT, MemoryLayout, PoolKind};
 use super::pages::PageTable;
 use super::pool::{Engine, Pool};
+use super::progress::{NoWait, Progress};
 use super::report::MemoryReport;
 use super::rounding::{round_class, round_up, shr};
 use super::segment::Segment;
@@ -57,6 +58,14 @@ pub(super) struct Books {
     /// Chunks committed and decommitted in place so far.
     pub commits: u64,
     pub decommits: u64,
+    /// Frees in stream order: the highest cursor one named, and the
+    /// highest cursor the stream is known to have completed.
+    pub fence: u64,
+    pub completed: u64,
+    /// Times a reserve waited for the stream before giving memory back.
+    pub waits: u64,
+    /// Carving guards against stranded memory (see `guard.rs`).
+    pub guarded: bool,
 }
 
 impl Books {
@@ -321,6 +330,31 @@ impl<S: Storage> MemoryManager<S> {
         &mut self,
         size: u64,
     ) -> Result<(SliceHandle, DeviceRange), MemoryError<S::Error>> {
+        self.reserve_inner(size, &mut NoWait)
+    }
+
+    /// Reserves `size` bytes as [`reserve`](Self::reserve) does, for a
+    /// caller that frees in stream order
+    /// ([`free_ordered`](Self::free_ordered)): where giving idle memory back
+    /// (to stay under the trim limit, or before an out-of-memory retry)
+    /// must first wait for the stream to complete the work that last
+    /// touched it, `progress` is asked to wait rather than the manager
+    /// growing. [`reserve`](Self::reserve) never waits: it grows instead,
+    /// and gives that memory back once [`complete`](Self::complete) says
+    /// the stream got there.
+    pub fn reserve_ordered(
+        &mut self,
+        size: u64,
+        progress: &mut dyn Progress,
+    ) -> Result<(SliceHandle, DeviceRange), MemoryError<S::Error>> {
+        self.reserve_inner(size, progress)
+    }
+
+    fn reserve_inner(
+        &mut self,
+        size: u64,
+        progress: &mut dyn Progress,
+    ) -> Result<(SliceHandle, DeviceRange), MemoryError<S::Error>> {
         if let Some(e) = self.broken {
             return Err(MemoryError::Layout(e));
         }
@@ -338,7 +372,7 @@ impl<S: Storage> MemoryManager<S> {
         let (page, block, offset) = match self.take(pool, rounded) {
             Some(t) => t,
             None => {
-                let page = self.grow(pool, rounded)?;
+                let page = self.grow(pool, rounded, progress)?;
                 match self.pools[pool].engine {
                     // The fresh page is the only free block large enough.
                     Engine::Sliced(_) => match self.take(pool, rounded) {
@@ -405,8 +439,14 @@ impl<S: Storage> MemoryManager<S> {
         let slack_shift = self.layout.policy().fit_slack_shift;
         let rounding_shift = self.layout.policy().page_rounding_shift;
         let align = self.align;
+        let recent = if self.pools[pool].recent == NIL {
+            NIL
+        } else {
+            self.take_recent(pool, rounded)
+        };
         let p = &mut self.pools[pool];
         let (page, block, offset) = match &mut p.engine {
+            _ if recent != NIL => (recent, NIL, 0),
             Engine::Sliced(e) => {
                 let c = e.take(rounded)?;
                 (c.page, c.block, c.offset)
@@ -435,7 +475,9 @@ impl<S: Storage> MemoryManager<S> {
     /// Once the last hold drops, the bytes may be handed out again, and on
     /// a resizable storage given back in place at once: the caller frees a
     /// slice only when no queued work touches it any more (the device frees
-    /// through its fence-gated drop queue).
+    /// through its fence-gated drop queue). A slice that queued work of the
+    /// manager's own stream may still touch is freed with
+    /// [`free_ordered`](Self::free_ordered).
     pub fn free(&mut self, h: SliceHandle) -> Result<(), MemoryError<S::Error>> {
         let s = self.slot(h)?;
         if s.holds & OWNER == 0 {
@@ -443,6 +485,71 @@ impl<S: Storage> MemoryManager<S> {
         }
         self.drop_hold(h.index, OWNER);
         Ok(())
+    }
+
+    /// Frees a slice in stream order: work queued on this manager's stream
+    /// up to `cursor` may still touch it, and no other stream's queued work
+    /// does. Its bytes go back to the pool at once (unless a capture window
+    /// or a graph pin still holds the slice), to serve later work of the
+    /// same stream, which runs after that cursor; only giving them back to
+    /// the storage (decommitting a chunk they lie in) waits until
+    /// [`complete`](Self::complete) says the stream got past `cursor`.
+    ///
+    /// The caller orders any *other* stream's first use of a slice this
+    /// manager hands out after [`reuse_cursor`](Self::reuse_cursor) (at the
+    /// time of the reserve) on this stream, as with the driver's
+    /// stream-ordered allocations. Over a storage without resizable pages a
+    /// page handed back goes through `dealloc` and `flush`, which let queued
+    /// work finish (the storage contract), so nothing waits.
+    pub fn free_ordered(
+        &mut self,
+        h: SliceHandle,
+        cursor: u64,
+    ) -> Result<(), MemoryError<S::Error>> {
+        let s = self.slot(h)?;
+        if s.holds & OWNER == 0 {
+            return Err(MemoryError::AlreadyFreed(h));
+        }
+        if cursor > self.books.fence {
+            self.books.fence = cursor;
+            if let Some(seg) = &mut self.segment {
+                seg.set_fence(cursor);
+            }
+        }
+        self.drop_hold(h.index, OWNER);
+        Ok(())
+    }
+
+    /// Tells the manager that its stream has completed every command up to
+    /// `cursor` (a smaller value than one told before changes nothing).
+    /// Idle memory freed in stream order up to it may now be given back.
+    pub fn complete(&mut self, cursor: u64) {
+        self.books.completed = self.books.completed.max(cursor);
+    }
+
+    /// The highest cursor [`complete`](Self::complete) was told.
+    pub fn completed(&self) -> u64 {
+        self.books.completed
+    }
+
+    /// The highest cursor a free in stream order named: a slice handed out
+    /// now may share bytes with work queued up to it.
+    pub fn reuse_cursor(&self) -> u64 {
+        self.books.fence
+    }
+
+    /// The cursor the stream must complete before every idle chunk may be
+    /// given back, when some must wait (`None` when none does).
+    pub fn awaiting(&self) -> Option<u64> {
+        let fence = self.segment.as_ref()?.youngest_idle_fence()?;
+        (fence > self.books.completed).then_some(fence)
+    }
+
+    /// Times a reserve waited for the stream (through
+    /// [`reserve_ordered`](Self::reserve_ordered)'s `progress`) before
+    /// giving memory back.
+    pub fn waits(&self) -> u64 {
+        self.books.waits
     }
 
     /// Releases a graph's pin on a slice returned by
@@ -494,6 +601,18 @@ impl<S: Storage> MemoryManager<S> {
                     // Released at once; the page is not idle-listed.
                     p.stats.idle_pages += 1;
                     p.stats.idle_bytes += size;
+                    if carved {
+                        // Its space goes back now; the rest of the release
+                        // waits for the pool's next reserve (`take_recent`).
+                        let older = core::mem::replace(&mut p.recent, s.page);
+                        let pg = self.pages[s.page];
+                        self.give_space(pg.carving());
+                        if older != NIL {
+                            self.settle(older);
+                        }
+                        return;
+                    }
+                    self.release_recent();
                     self.release_page(s.page);
                     if dedicated {
                         // Its chunks go back now. A decommit that fails
@@ -513,6 +632,61 @@ impl<S: Storage> MemoryManager<S> {
             self.pages[s.page].idle_since = now;
             if trimmable {
                 self.pages.lru_push(s.page);
+            }
+        }
+    }
+
+    /// The page the pool freed last, taken back when a new page for
+    /// `rounded` bytes would be carved exactly where it was (then nothing
+    /// about the manager differs from having released it and carved anew);
+    /// otherwise released. `NIL` when none is taken back.
+    fn take_recent(&mut self, pool: usize, rounded: u64) -> u32 {
+        let recent = self.pools[pool].recent;
+        if recent == NIL {
+            return NIL;
+        }
+        self.pools[pool].recent = NIL;
+        let policy = self.layout.policy();
+        let page = self.pages[recent];
+        let class = round_class(rounded, policy.page_rounding_shift, self.align);
+        if class == Some(page.size) {
+            if let Some(block) = self.recarve(page.carving(), page.size) {
+                let p = &mut self.pages[recent];
+                p.block = block;
+                // As a page carved now would be.
+                p.idle_since = self.books.reserves;
+                return recent;
+            }
+        }
+        self.settle(recent);
+        NIL
+    }
+
+    /// Finishes releasing a page whose space [`give_back`](Self::give_back)
+    /// already returned to its reservation.
+    fn settle(&mut self, i: u32) {
+        let page = self.pages.remove(i);
+        let stats = &mut self.pools[page.pool as usize].stats;
+        stats.pages -= 1;
+        stats.reserved -= page.size;
+        stats.idle_pages -= 1;
+        stats.idle_bytes -= page.size;
+        self.drop_uses(page.carving(), page.size, true, page.idle_since);
+        self.books.carved -= page.size;
+    }
+
+    /// Settles the page each pool freed last (before the manager grows or
+    /// gives memory back: its space may then serve anything, and its
+    /// chunks count as idle).
+    pub(super) fn release_recent(&mut self) {
+        if self.segment.is_none() {
+            return;
+        }
+        for pool in 0..self.pools.len() {
+            let page = self.pools[pool].recent;
+            if page != NIL {
+                self.pools[pool].recent = NIL;
+                self.settle(page);
             }
         }
     }

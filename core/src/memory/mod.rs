@@ -17,8 +17,14 @@
 //! Policies (all in [`MemoryPolicy`]): trim before grow (idle pages go back
 //! before the manager would hold more than it ever held), page rounding (a
 //! 1/32 size class, so nearby sizes share pages), periodic release of
-//! long-idle pages, explicit cleanup, OOM retry after releasing idle pages.
-//! Nothing is released while a capture window is open.
+//! long-idle pages, explicit cleanup, OOM retry after releasing idle pages,
+//! and over a resizable storage the strand guard ([`StrandGuard`]). Nothing
+//! is released while a capture window is open.
+//!
+//! Frees come in two kinds: [`MemoryManager::free`] once no queued work
+//! touches the slice (a fence passed), or
+//! [`MemoryManager::free_ordered`] at once, in stream order, naming the
+//! stream cursor of its last use (see [`Progress`]).
 //!
 //! ```
 //! use streamcore::memory::{MemoryError, MemoryLayout, MemoryManager};
@@ -70,14 +76,17 @@
 //! ```
 
 mod chunks;
+mod decommit;
 mod error;
 mod grow;
+mod guard;
 mod handle;
 mod layout;
 mod manager;
 mod pages;
 mod pool;
 mod priming;
+mod progress;
 mod release;
 mod report;
 mod rounding;
@@ -90,7 +99,8 @@ pub use error::{MemoryError, OomCause};
 pub use handle::{AllocationMode, CapturedSlice, SliceHandle};
 pub use layout::{
     Favour, LayoutError, LayoutPreset, MAX_ALIGNMENT, MAX_PAGE_SIZE, MAX_PAGES, MAX_POOLS,
-    MemoryLayout, MemoryPolicy, PoolKind, PoolSpec,
+    MemoryLayout, MemoryPolicy, PoolKind, PoolSpec, StrandGuard,
 };
 pub use manager::{MAX_REQUEST, MemoryManager, Released};
+pub use progress::{NoWait, Progress};
 pub use report::{HumanBytes, MemoryReport, PoolReport};

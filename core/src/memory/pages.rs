@@ -35,6 +35,16 @@ pub(super) struct Page {
 }
 
 impl Page {
+    /// Where a carved page lives.
+    pub(super) const fn carving(&self) -> super::segment::Carving {
+        super::segment::Carving {
+            id: self.id,
+            offset: self.offset,
+            reservation: self.reservation,
+            block: self.block,
+        }
+    }
+
     /// A fresh page of `pool`, not idle-listed.
     pub(super) const fn new(id: PageId, size: u64, pool: u8, now: u64) -> Self {
         Self {

@@ -29,6 +29,13 @@ pub(super) struct Pool {
     pub cap: Option<u64>,
     pub engine: Engine,
     pub stats: PoolReport,
+    /// Exclusive pools over a resizable storage: the page freed last, whose
+    /// space is back in its reservation but whose page entry and chunk uses
+    /// are kept until the pool's next reserve (`NIL`: none). When that
+    /// reserve would carve the very same bytes again, the page is taken
+    /// back as it is; otherwise (and before the manager grows or gives
+    /// memory back) it is released. See `MemoryManager::settle_recent`.
+    pub recent: u32,
 }
 
 impl Pool {
@@ -53,6 +60,7 @@ impl Pool {
             cap,
             engine,
             stats: PoolReport::empty(kind),
+            recent: crate::arena::NIL,
         }
     }
 

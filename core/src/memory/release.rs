@@ -77,6 +77,7 @@ impl<S: Storage> MemoryManager<S> {
     /// Releases every idle page and decommits every idle chunk (persistent
     /// pages and empty reservations too when `all`).
     pub(super) fn release_idle(&mut self, all: bool) -> Result<Released, MemoryError<S::Error>> {
+        self.release_recent();
         let mut r = Released::default();
         while let Some(i) = self.pages.lru_head() {
             r.pages += 1;
@@ -118,6 +119,7 @@ impl<S: Storage> MemoryManager<S> {
         if self.capture.is_open() {
             return Ok(());
         }
+        self.release_recent();
         let period = period.get();
         let now = self.books.reserves;
         self.books.next_periodic = now.saturating_add(period);
@@ -167,8 +169,10 @@ impl<S: Storage> MemoryManager<S> {
     /// Swaps the layout. Only while nothing is live (else
     /// [`MemoryError::InUse`] with the bytes in use) and no capture window is
     /// open; every held page is released and the storage flushed. Over a
-    /// resizable storage while flushes are held (another stream records a
-    /// capture), reservations cannot be given back yet: `InUse` with 0 bytes.
+    /// resizable storage, while flushes are held (another stream records a
+    /// capture) or while memory freed in stream order waits for the stream
+    /// ([`awaiting`](Self::awaiting)), reservations cannot be given back
+    /// yet: `InUse` with 0 bytes, nothing swapped.
     pub fn install(&mut self, layout: MemoryLayout) -> Result<(), MemoryError<S::Error>> {
         if self.capture.is_open() {
             return Err(MemoryError::WindowOpen {
@@ -181,7 +185,8 @@ impl<S: Storage> MemoryManager<S> {
         }
         self.release_idle(true)?;
         self.flush()?;
-        if self.pages.count() != 0 {
+        let reservations = self.segment.as_ref().map_or(0, |s| s.reservation_count());
+        if self.pages.count() != 0 || reservations != 0 {
             return Err(MemoryError::InUse { bytes: 0 });
         }
         self.pages.clear();

@@ -25,9 +25,10 @@
 //! of at least `large_page_granules` live in reservations of their own,
 //! given back whole with their last chunk.
 
-use super::chunks::{ChunkTable, Moved};
+use super::chunks::ChunkTable;
 use super::error::{MemoryError, OomCause};
 use super::manager::MemoryManager;
+use super::progress::Progress;
 use super::rounding::{round_up, shr};
 use super::tlsf::SlicedEngine;
 use crate::arena::{Arena, NIL};
@@ -37,17 +38,17 @@ type Res<T, S> = Result<T, MemoryError<<S as Storage>::Error>>;
 
 /// One reserved address range.
 #[derive(Clone, Copy, Debug)]
-struct Reservation {
-    id: PageId,
-    size: u64,
+pub(super) struct Reservation {
+    pub id: PageId,
+    pub size: u64,
     /// The engine's block at offset 0.
-    first_block: u32,
+    pub first_block: u32,
     /// The chunk map.
-    map: u32,
+    pub map: u32,
     /// Pages carved from it.
-    pages: u32,
+    pub pages: u32,
     /// The lane it serves.
-    lane: u8,
+    pub lane: u8,
 }
 
 /// The reservations of a manager and the chunks committed in them.
@@ -56,9 +57,9 @@ pub(super) struct Segment {
     terms: ResizableTerms,
     /// Pages of at least this many bytes are large.
     large: u64,
-    engines: [SlicedEngine; LANES],
-    reservations: Arena<Reservation>,
-    chunks: ChunkTable,
+    pub engines: [SlicedEngine; LANES],
+    pub reservations: Arena<Reservation>,
+    pub chunks: ChunkTable,
 }
 
 /// Where a carved page lives.
@@ -102,17 +103,34 @@ impl Segment {
             .min(self.chunks.max_reservation())
             & !(g - 1)
     }
+
+    /// The fence of the youngest idle chunk (the highest, the LRU being
+    /// ordered by fence).
+    pub(super) fn youngest_idle_fence(&self) -> Option<u64> {
+        let c = self.chunks.lru_tail()?;
+        Some(self.chunks.chunk(c).fence)
+    }
+
+    /// Reservations held.
+    pub(super) fn reservation_count(&self) -> usize {
+        self.reservations.len()
+    }
+
+    /// Raises the fence chunks going idle from now on must wait for.
+    pub(super) fn set_fence(&mut self, cursor: u64) {
+        self.chunks.fence = self.chunks.fence.max(cursor);
+    }
 }
 
 impl<S: Storage> MemoryManager<S> {
-    fn seg(&self) -> &Segment {
+    pub(super) fn seg(&self) -> &Segment {
         match &self.segment {
             Some(s) => s,
             None => panic!("carved pages exist only over a resizable storage"),
         }
     }
 
-    fn seg_mut(&mut self) -> &mut Segment {
+    pub(super) fn seg_mut(&mut self) -> &mut Segment {
         match &mut self.segment {
             Some(s) => s,
             None => panic!("carved pages exist only over a resizable storage"),
@@ -120,7 +138,12 @@ impl<S: Storage> MemoryManager<S> {
     }
 
     /// Carves a page of `bytes` and commits what it needs.
-    pub(super) fn carve_page(&mut self, bytes: u64, rounded: u64) -> Res<Carving, S> {
+    pub(super) fn carve_page(
+        &mut self,
+        bytes: u64,
+        rounded: u64,
+        progress: &mut dyn Progress,
+    ) -> Res<Carving, S> {
         let lane = usize::from(bytes >= self.seg().large);
         let c = match self.seg_mut().engines[lane].take(bytes) {
             Some(c) => c,
@@ -140,7 +163,7 @@ impl<S: Storage> MemoryManager<S> {
             block: c.block,
         };
         self.seg_mut().reservations[c.page].pages += 1;
-        if let Err(e) = self.back(carving, bytes, rounded) {
+        if let Err(e) = self.back(carving, bytes, rounded, progress) {
             let now = self.books.reserves;
             self.uncarve(carving, bytes, false, now);
             return Err(e);
@@ -153,16 +176,45 @@ impl<S: Storage> MemoryManager<S> {
     /// [`decommit_idle`](Self::decommit_idle)). `used`: the page's chunks
     /// had counted it.
     pub(super) fn uncarve(&mut self, c: Carving, bytes: u64, used: bool, since: u64) {
-        let now = since;
+        self.give_space(c);
+        self.drop_uses(c, bytes, used, since);
+    }
+
+    /// The first half of [`uncarve`](Self::uncarve): the page's bytes go
+    /// back to its reservation's free space; the page still counts in its
+    /// reservation and its chunks.
+    pub(super) fn give_space(&mut self, c: Carving) {
         let seg = self.seg_mut();
         let lane = usize::from(seg.reservations[c.reservation].lane);
         seg.engines[lane].give(c.block);
+    }
+
+    /// The second half of [`uncarve`](Self::uncarve): the page stops
+    /// counting in its reservation and (`used`) its chunks.
+    pub(super) fn drop_uses(&mut self, c: Carving, bytes: u64, used: bool, since: u64) {
+        let seg = self.seg_mut();
         seg.reservations[c.reservation].pages -= 1;
         if used {
             let map = seg.reservations[c.reservation].map;
             let (lo, hi) = seg.chunks.span(c.offset, bytes);
-            seg.chunks.release_span(map, lo, hi, now);
+            seg.chunks.release_span(map, lo, hi, since);
         }
+    }
+
+    /// Carves `bytes` again where page `c` (given back by
+    /// [`give_space`](Self::give_space), still counted in its chunks) was,
+    /// if that is exactly where a new page of `bytes` would be carved now;
+    /// returns the new block. The page keeps its reservation and chunk uses,
+    /// so this costs what a new carving would, and no more: the same
+    /// placement, the same chunks.
+    pub(super) fn recarve(&mut self, c: Carving, bytes: u64) -> Option<u32> {
+        let seg = self.seg_mut();
+        let lane = usize::from(bytes >= seg.large);
+        let f = seg.engines[lane].peek(bytes)?;
+        if f.page != c.reservation || f.offset != c.offset {
+            return None;
+        }
+        Some(seg.engines[lane].carve(f.block, bytes).block)
     }
 
     /// A new reservation large enough for a page of `bytes`.
@@ -214,16 +266,25 @@ impl<S: Storage> MemoryManager<S> {
 
     /// Commits what page `c` of `bytes` needs (and ahead of it, up to the
     /// commit step); on failure the uses it took are given back.
-    fn back(&mut self, c: Carving, bytes: u64, rounded: u64) -> Res<(), S> {
+    fn back(
+        &mut self,
+        c: Carving,
+        bytes: u64,
+        rounded: u64,
+        progress: &mut dyn Progress,
+    ) -> Res<(), S> {
         let seg = self.seg();
         let map = seg.reservations[c.reservation].map;
         let (lo, hi) = seg.chunks.span(c.offset, bytes);
+        if self.guarding() {
+            self.shed_partial(map, lo, hi, progress)?;
+        }
         let seg = self.seg_mut();
         let (_, gaps) = seg.chunks.use_span(map, lo, hi);
         if gaps == 0 {
             return Ok(());
         }
-        let result = self.commit_gaps(c, bytes, rounded, (map, lo, hi), gaps);
+        let result = self.commit_gaps(c, bytes, rounded, (map, lo, hi), gaps, progress);
         if result.is_err() {
             let now = self.books.reserves;
             self.seg_mut().chunks.release_span(map, lo, hi, now);
@@ -238,6 +299,7 @@ impl<S: Storage> MemoryManager<S> {
         rounded: u64,
         (map, lo, hi): (u32, u32, u32),
         gaps: u32,
+        progress: &mut dyn Progress,
     ) -> Res<(), S> {
         let g = self.seg().chunks.granule();
         let need = u64::from(gaps) * g;
@@ -257,7 +319,7 @@ impl<S: Storage> MemoryManager<S> {
             // Chunks no page uses go back (oldest first) while the commit
             // would pass the trim limit.
             let limit = self.trim_limit();
-            self.decommit_to_fit(need, limit)?;
+            self.decommit_to_fit(need, limit, progress)?;
         }
         // Granules the page shares with a neighbour (a partial first or
         // last granule) get chunks of their own, so the page's own
@@ -266,7 +328,9 @@ impl<S: Storage> MemoryManager<S> {
         let last_partial = page_end % g != 0;
         let mut from = lo;
         while let Some((g0, g1)) = self.seg().chunks.next_gap(map, from, hi) {
-            let end = if g1 == hi {
+            // Reaching ahead strands what no page uses yet: not while
+            // guarding.
+            let end = if g1 == hi && !self.books.guarded {
                 self.seg()
                     .chunks
                     .reach(map, g0, g1, limit.max(g1), want.max(g1 - g0))
@@ -277,7 +341,7 @@ impl<S: Storage> MemoryManager<S> {
             let mut n = 0;
             let mut a = g0;
             let mut b = end;
-            if self.layout.policy().split_boundaries {
+            if self.layout.policy().split_boundaries || self.books.guarded {
                 if first_partial && a == lo && b - a > 1 {
                     pieces[n] = (a, a + 1);
                     n += 1;
@@ -298,7 +362,7 @@ impl<S: Storage> MemoryManager<S> {
                 n = 1;
             }
             for &(p0, p1) in &pieces[..n] {
-                self.commit_chunk(c.id, map, (p0, p1), rounded)?;
+                self.commit_chunk(c.id, map, (p0, p1), rounded, progress)?;
             }
             from = end;
         }
@@ -329,11 +393,12 @@ impl<S: Storage> MemoryManager<S> {
         map: u32,
         (g0, g1): (u32, u32),
         rounded: u64,
+        progress: &mut dyn Progress,
     ) -> Res<(), S> {
         let g = self.seg().chunks.granule();
         let bytes = u64::from(g1 - g0) * g;
         let offset = u64::from(g0) * g;
-        self.commit_call(id, offset, bytes, rounded)?;
+        self.commit_call(id, offset, bytes, rounded, progress)?;
         let now = self.books.reserves;
         if self.seg_mut().chunks.add(map, g0, g1, 1, now).is_none() {
             // The chunk table is full: give the memory straight back.
@@ -348,7 +413,14 @@ impl<S: Storage> MemoryManager<S> {
 
     /// One storage commit; on exhaustion (outside a capture window) every
     /// idle page and chunk is given back and the commit retried once.
-    fn commit_call(&mut self, id: PageId, offset: u64, bytes: u64, rounded: u64) -> Res<(), S> {
+    fn commit_call(
+        &mut self,
+        id: PageId,
+        offset: u64,
+        bytes: u64,
+        rounded: u64,
+        progress: &mut dyn Progress,
+    ) -> Res<(), S> {
         let first = match self.storage.commit(id, offset, bytes) {
             Ok(()) => return Ok(()),
             Err(e) => e,
@@ -362,6 +434,10 @@ impl<S: Storage> MemoryManager<S> {
         if self.capture.is_open() {
             return Err(self.oom(rounded, OomCause::Storage(first)));
         }
+        // Idle memory still waiting for the stream is worth a wait here.
+        if let Some(cursor) = self.awaiting() {
+            self.wait_for(cursor, progress);
+        }
         self.release_idle(true)?;
         self.flush()?;
         match self.storage.commit(id, offset, bytes) {
@@ -374,150 +450,6 @@ impl<S: Storage> MemoryManager<S> {
                 source,
             }),
         }
-    }
-
-    /// Whether chunks may be decommitted now: never while a capture window
-    /// of this manager is open or flushes are held (a stream of the device
-    /// records a capture).
-    pub(super) fn may_decommit(&self) -> bool {
-        self.segment.is_some() && !self.flushes_held && !self.capture.is_open()
-    }
-
-    /// Decommits every chunk no page uses, when allowed; returns what went
-    /// back. On a storage error the chunk stays committed (and counted).
-    pub(super) fn decommit_idle(&mut self) -> Res<Moved, S> {
-        self.decommit_idle_while(|_| true)
-    }
-
-    /// Decommits chunks no page uses that went idle at reserve count
-    /// `cutoff` or earlier.
-    pub(super) fn decommit_idle_since(&mut self, cutoff: u64) -> Res<Moved, S> {
-        let mut moved = Moved::default();
-        while self.may_decommit() {
-            let Some(c) = self.seg().chunks.lru_head() else {
-                break;
-            };
-            if self.seg().chunks.chunk(c).idle_since > cutoff {
-                break;
-            }
-            let m = self.decommit_one(c)?;
-            moved.chunks += m.chunks;
-            moved.bytes += m.bytes;
-        }
-        Ok(moved)
-    }
-
-    /// Decommits idle chunks, oldest first, while `more` says so.
-    fn decommit_idle_while(&mut self, mut more: impl FnMut(&Self) -> bool) -> Res<Moved, S> {
-        let mut moved = Moved::default();
-        while self.may_decommit() && more(self) {
-            let Some(c) = self.seg().chunks.lru_head() else {
-                break;
-            };
-            let m = self.decommit_one(c)?;
-            moved.chunks += m.chunks;
-            moved.bytes += m.bytes;
-        }
-        Ok(moved)
-    }
-
-    /// Decommits idle chunks until a commit of `need` bytes fits under
-    /// `limit`: among the oldest few, the smallest that covers what is
-    /// missing (else the largest), so a small excess does not cost a large
-    /// chunk that would have to be committed again.
-    fn decommit_to_fit(&mut self, need: u64, limit: u64) -> Res<(), S> {
-        const LOOK: usize = 32;
-        while self.may_decommit() {
-            let held = self.books.reserved + self.books.pending;
-            let excess = (held + need).saturating_sub(limit);
-            if excess == 0 {
-                break;
-            }
-            let chunks = &self.seg().chunks;
-            let mut best: Option<(u32, u64)> = None;
-            let mut largest: Option<(u32, u64)> = None;
-            let mut next = chunks.lru_head();
-            for _ in 0..LOOK {
-                let Some(c) = next else {
-                    break;
-                };
-                let bytes = chunks.bytes(chunks.chunk(c));
-                if bytes >= excess && best.is_none_or(|b| bytes < b.1) {
-                    best = Some((c, bytes));
-                }
-                if largest.is_none_or(|b| bytes > b.1) {
-                    largest = Some((c, bytes));
-                }
-                next = chunks.lru_next(c);
-            }
-            let Some((c, _)) = best.or(largest) else {
-                break;
-            };
-            self.decommit_one(c)?;
-        }
-        Ok(())
-    }
-
-    fn decommit_one(&mut self, c: u32) -> Res<Moved, S> {
-        let mut moved = Moved::default();
-        {
-            let seg = self.seg();
-            let ch = *seg.chunks.chunk(c);
-            let bytes = seg.chunks.bytes(&ch);
-            let offset = u64::from(ch.start) * seg.chunks.granule();
-            let id = seg.reservations[seg.chunks.owner_of(ch.map)].id;
-            self.storage
-                .decommit(id, offset, bytes)
-                .map_err(|source| MemoryError::Storage {
-                    op: "decommit",
-                    source,
-                })?;
-            self.seg_mut().chunks.remove(c);
-            self.books.decommits += 1;
-            self.books.reserved -= bytes;
-            self.books.committed -= bytes;
-            moved.chunks += 1;
-            moved.bytes += bytes;
-            // A large page's own reservation goes with its last chunk.
-            let owner = self.seg().chunks.owner_of(ch.map);
-            let r = self.seg().reservations[owner];
-            if r.lane == 1 && r.pages == 0 && self.seg().chunks.chunks_of(r.map).is_empty() {
-                let seg = self.seg_mut();
-                seg.engines[1].remove_page(r.first_block);
-                seg.chunks.remove_map(r.map);
-                seg.reservations.remove_at(owner);
-                self.storage.dealloc(r.id);
-            }
-        }
-        Ok(moved)
-    }
-
-    /// Releases every reservation no page is carved from (after
-    /// [`decommit_idle`](Self::decommit_idle)); returns how many.
-    pub(super) fn release_empty_reservations(&mut self) -> u64 {
-        if !self.may_decommit() {
-            return 0;
-        }
-        let mut released = 0;
-        let mut i = 0;
-        loop {
-            let seg = self.seg();
-            let Some((key, r)) = seg.reservations.iter().nth(i) else {
-                break;
-            };
-            let r = *r;
-            if r.pages != 0 || !seg.chunks.chunks_of(r.map).is_empty() {
-                i += 1;
-                continue;
-            }
-            let seg = self.seg_mut();
-            seg.engines[usize::from(r.lane)].remove_page(r.first_block);
-            seg.chunks.remove_map(r.map);
-            seg.reservations.remove(key);
-            self.storage.dealloc(r.id);
-            released += 1;
-        }
-        released
     }
 
     /// Bytes of address space reserved for carved pages (0 over a storage

@@ -13,7 +13,7 @@
 
 use alloc::vec::Vec;
 
-use super::tlsf::{FL, NIL, SL, mapping};
+use super::tlsf::{FL, Heads, NIL, SL, mapping};
 use crate::hash::FxHashMap;
 
 /// How many distinct sizes of one class a fit lookup examines.
@@ -53,7 +53,7 @@ pub(crate) struct SizeIndex {
     nodes: Vec<PageNode>,
     fl_map: u64,
     sl_map: [u32; FL],
-    heads: [[u32; SL]; FL],
+    heads: Heads,
     len: usize,
 }
 
@@ -68,7 +68,7 @@ impl SizeIndex {
             nodes: Vec::new(),
             fl_map: 0,
             sl_map: [0; FL],
-            heads: [[NIL; SL]; FL],
+            heads: Heads::default(),
             len: 0,
         }
     }
@@ -85,13 +85,14 @@ impl SizeIndex {
 
     fn link_class(&mut self, e: u32) {
         let (fl, sl) = self.class(self.entries[e as usize].size);
-        let head = self.heads[fl][sl];
+        self.heads.reach(fl);
+        let head = self.heads.get(fl, sl);
         self.entries[e as usize].prev = NIL;
         self.entries[e as usize].next = head;
         if head != NIL {
             self.entries[head as usize].prev = e;
         }
-        self.heads[fl][sl] = e;
+        *self.heads.slot(fl, sl) = e;
         self.sl_map[fl] |= 1 << sl;
         self.fl_map |= 1 << fl;
     }
@@ -104,7 +105,7 @@ impl SizeIndex {
             self.entries[prev as usize].next = next;
         } else {
             let (fl, sl) = self.class(size);
-            self.heads[fl][sl] = next;
+            *self.heads.slot(fl, sl) = next;
             if next == NIL {
                 self.sl_map[fl] &= !(1 << sl);
                 if self.sl_map[fl] == 0 {
@@ -208,6 +209,9 @@ impl SizeIndex {
     /// else a close fit from the size's class or the next class above.
     /// Returns (page size, page) without removing it.
     pub fn find(&self, size: u64, max: u64) -> Option<(u64, u32)> {
+        if self.len == 0 {
+            return None;
+        }
         let e = match self.by_size.get(&size) {
             Some(&e) => Some(e),
             None => self.find_loose(size, max),
@@ -221,7 +225,7 @@ impl SizeIndex {
             return None;
         }
         let (fl, sl) = self.class(size);
-        if let Some(e) = self.probe(self.heads[fl][sl], size, max) {
+        if let Some(e) = self.probe(self.heads.get(fl, sl), size, max) {
             return Some(e);
         }
         // The next non-empty class above.
@@ -244,7 +248,7 @@ impl SizeIndex {
             let fl = above.trailing_zeros() as usize;
             (fl, self.sl_map[fl].trailing_zeros() as usize)
         };
-        self.probe(self.heads[fl][sl], size, max)
+        self.probe(self.heads.get(fl, sl), size, max)
     }
 
     /// Any idle page (for releasing them all).
@@ -254,7 +258,7 @@ impl SizeIndex {
         }
         let fl = self.fl_map.trailing_zeros() as usize;
         let sl = self.sl_map[fl].trailing_zeros() as usize;
-        let entry = &self.entries[self.heads[fl][sl] as usize];
+        let entry = &self.entries[self.heads.get(fl, sl) as usize];
         Some((entry.size, entry.head))
     }
 }

@@ -21,6 +21,46 @@ const SL_BITS: u32 = 5;
 pub(crate) const SL: usize = 1 << SL_BITS;
 pub(crate) const FL: usize = 64;
 
+/// The list heads of the classes, by first level: grown up to the highest
+/// first level ever listed, so a pool of small pages keeps a table of a few
+/// hundred bytes (the full table is 8 KiB), and a pool never used keeps
+/// none.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Heads(Vec<[u32; SL]>);
+
+impl Heads {
+    /// The head of class `(fl, sl)` (`NIL` when empty or never listed).
+    #[inline]
+    pub(crate) fn get(&self, fl: usize, sl: usize) -> u32 {
+        self.0.get(fl).map_or(NIL, |row| row[sl])
+    }
+
+    /// The head of class `(fl, sl)` within the rows reached.
+    ///
+    /// # Panics
+    /// On a first level not [`reach`](Self::reach)ed (a broken invariant).
+    #[inline]
+    pub(crate) fn at(&self, fl: usize, sl: usize) -> u32 {
+        self.0[fl][sl]
+    }
+
+    /// Grows the table to reach first level `fl` (at most `FL` rows).
+    pub(crate) fn reach(&mut self, fl: usize) {
+        if fl >= self.0.len() {
+            self.0.resize(fl + 1, [NIL; SL]);
+        }
+    }
+
+    /// The head of class `(fl, sl)`, for writing, within the rows reached.
+    ///
+    /// # Panics
+    /// On a first level not [`reach`](Self::reach)ed (a broken invariant).
+    #[inline]
+    pub(crate) fn slot(&mut self, fl: usize, sl: usize) -> &mut u32 {
+        &mut self.0[fl][sl]
+    }
+}
+
 /// How many free blocks of one class a best-fit lookup examines.
 const PROBE: usize = 8;
 
@@ -46,6 +86,14 @@ pub(crate) struct Carved {
     pub offset: u64,
 }
 
+/// A free block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FreeBlock {
+    pub block: u32,
+    pub page: u32,
+    pub offset: u64,
+}
+
 /// The TLSF index and the blocks of one sliced pool.
 #[derive(Debug)]
 pub(crate) struct SlicedEngine {
@@ -56,7 +104,7 @@ pub(crate) struct SlicedEngine {
     best_fit: bool,
     fl_map: u64,
     sl_map: [u32; FL],
-    heads: [[u32; SL]; FL],
+    heads: Heads,
 }
 
 /// The class (first level, second level) of a size in alignment units.
@@ -95,7 +143,7 @@ impl SlicedEngine {
             best_fit: false,
             fl_map: 0,
             sl_map: [0; FL],
-            heads: [[NIL; SL]; FL],
+            heads: Heads::default(),
         }
     }
 
@@ -122,7 +170,7 @@ impl SlicedEngine {
     fn insert_free(&mut self, i: u32) {
         let size = self.blocks[i as usize].size;
         let (fl, sl) = mapping(size >> self.shift);
-        let head = self.heads[fl][sl];
+        let head = self.heads.at(fl, sl);
         {
             let b = &mut self.blocks[i as usize];
             b.free = true;
@@ -132,7 +180,7 @@ impl SlicedEngine {
         if head != NIL {
             self.blocks[head as usize].free_prev = i;
         }
-        self.heads[fl][sl] = i;
+        *self.heads.slot(fl, sl) = i;
         self.sl_map[fl] |= 1 << sl;
         self.fl_map |= 1 << fl;
     }
@@ -148,7 +196,7 @@ impl SlicedEngine {
             self.blocks[free_prev as usize].free_next = free_next;
         } else {
             let (fl, sl) = mapping(size >> self.shift);
-            self.heads[fl][sl] = free_next;
+            *self.heads.slot(fl, sl) = free_next;
             if free_next == NIL {
                 self.sl_map[fl] &= !(1 << sl);
                 if self.sl_map[fl] == 0 {
@@ -192,10 +240,11 @@ impl SlicedEngine {
         best.map(|k| k.2)
     }
 
+    #[inline(always)]
     fn find(&self, size: u64) -> Option<u32> {
         let units = size >> self.shift;
         let (fl, sl) = mapping(units);
-        let head = self.heads[fl][sl];
+        let head = self.heads.get(fl, sl);
         if self.best_fit {
             if let Some(i) = self.probe(head, size) {
                 return Some(i);
@@ -221,7 +270,7 @@ impl SlicedEngine {
             fl = above.trailing_zeros() as usize;
             bits = self.sl_map[fl];
         }
-        let head = self.heads[fl][bits.trailing_zeros() as usize];
+        let head = self.heads.at(fl, bits.trailing_zeros() as usize);
         if self.best_fit {
             return self.probe(head, size).or(Some(head));
         }
@@ -231,6 +280,9 @@ impl SlicedEngine {
     /// Adds a page of `size` bytes as one free block; returns that block
     /// (which keeps covering offset 0 of the page for the page's life).
     pub fn add_page(&mut self, page: u32, size: u64) -> u32 {
+        // No block is ever larger than a page: every class a block can map
+        // to is reached now, and listing never grows the table.
+        self.heads.reach(mapping(size >> self.shift).0);
         let i = self.new_block(Block {
             page,
             prev_phys: NIL,
@@ -257,7 +309,26 @@ impl SlicedEngine {
     /// Carves `size` bytes (a multiple of the alignment) from a free block.
     pub fn take(&mut self, size: u64) -> Option<Carved> {
         let i = self.find(size)?;
-        self.remove_free(i);
+        Some(self.carve(i, size))
+    }
+
+    /// The free block a [`take`](Self::take) of `size` bytes would carve
+    /// from, without carving.
+    pub fn peek(&self, size: u64) -> Option<FreeBlock> {
+        let i = self.find(size)?;
+        let b = &self.blocks[i as usize];
+        Some(FreeBlock {
+            block: i,
+            page: b.page,
+            offset: b.offset,
+        })
+    }
+
+    /// Carves `size` bytes from the start of free block `i` (what `take`
+    /// does with the block `find` chose).
+    #[inline]
+    pub fn carve(&mut self, i: u32, size: u64) -> Carved {
+        debug_assert!(self.blocks[i as usize].free && self.blocks[i as usize].size >= size);
         let b = self.blocks[i as usize];
         if b.size > size {
             let rest = self.new_block(Block {
@@ -273,16 +344,48 @@ impl SlicedEngine {
             if b.next_phys != NIL {
                 self.blocks[b.next_phys as usize].prev_phys = rest;
             }
+            // The rest takes the block's place at the head of its list when
+            // it stays in the same class (as removing the block and listing
+            // the rest would leave it), else it is listed anew.
+            if !(self.best_fit && self.take_head(i, rest)) {
+                self.remove_free(i);
+                self.insert_free(rest);
+            }
             let head = &mut self.blocks[i as usize];
             head.next_phys = rest;
             head.size = size;
-            self.insert_free(rest);
+        } else {
+            self.remove_free(i);
         }
-        Some(Carved {
+        Carved {
             block: i,
             page: b.page,
             offset: b.offset,
-        })
+        }
+    }
+
+    /// If free block `old` heads its list and (not yet listed) block `new`
+    /// maps to the same class, puts `new` in its place; whether it did.
+    /// The lists end up as removing `old` and listing `new` would leave
+    /// them, for less work.
+    fn take_head(&mut self, old: u32, new: u32) -> bool {
+        let (fl, sl) = mapping(self.blocks[old as usize].size >> self.shift);
+        if self.heads.get(fl, sl) != old
+            || mapping(self.blocks[new as usize].size >> self.shift) != (fl, sl)
+        {
+            return false;
+        }
+        *self.heads.slot(fl, sl) = new;
+        let after = self.blocks[old as usize].free_next;
+        self.blocks[old as usize].free = false;
+        if after != NIL {
+            self.blocks[after as usize].free_prev = new;
+        }
+        let n = &mut self.blocks[new as usize];
+        n.free = true;
+        n.free_prev = NIL;
+        n.free_next = after;
+        true
     }
 
     /// The end offset of the free block right after carved block `i`, if
@@ -298,6 +401,15 @@ impl SlicedEngine {
 
     /// Returns a carved block, coalescing it with free neighbours.
     pub fn give(&mut self, i: u32) {
+        if self.best_fit {
+            self.give_in_place(i);
+        } else {
+            self.give_relisted(i);
+        }
+    }
+
+    /// `give`: the merged block is listed anew.
+    fn give_relisted(&mut self, i: u32) {
         let mut i = i;
         let next = self.blocks[i as usize].next_phys;
         if next != NIL && self.blocks[next as usize].free {
@@ -327,6 +439,61 @@ impl SlicedEngine {
         self.insert_free(i);
     }
 
+    /// `give` for the best-fit engines (reservations, where one large free
+    /// block heads its class): a merged block that stays in the class of
+    /// the list head it grows from keeps that place, as listing it anew
+    /// would leave it.
+    fn give_in_place(&mut self, i: u32) {
+        let mut i = i;
+        let next = self.blocks[i as usize].next_phys;
+        // Whether block `i` already holds its final place in the lists.
+        let mut listed = false;
+        if next != NIL && self.blocks[next as usize].free {
+            let n = self.blocks[next as usize];
+            let b = &mut self.blocks[i as usize];
+            b.size += n.size;
+            b.next_phys = n.next_phys;
+            if n.next_phys != NIL {
+                self.blocks[n.next_phys as usize].prev_phys = i;
+            }
+            // `take_head` reads the sizes: the merged block's is set, the
+            // absorbed one's is still its own.
+            listed = self.take_head(next, i);
+            if !listed {
+                self.remove_free(next);
+            }
+            self.drop_block(next);
+        }
+        let prev = self.blocks[i as usize].prev_phys;
+        if prev != NIL && self.blocks[prev as usize].free {
+            if listed {
+                self.remove_free(i);
+            }
+            let b = self.blocks[i as usize];
+            let old = self.blocks[prev as usize].size;
+            let grown = old + b.size;
+            let class = mapping(old >> self.shift);
+            // A head that stays in its class keeps its place, as removing
+            // and listing it again would leave it.
+            listed =
+                self.heads.get(class.0, class.1) == prev && mapping(grown >> self.shift) == class;
+            if !listed {
+                self.remove_free(prev);
+            }
+            let p = &mut self.blocks[prev as usize];
+            p.size = grown;
+            p.next_phys = b.next_phys;
+            if b.next_phys != NIL {
+                self.blocks[b.next_phys as usize].prev_phys = prev;
+            }
+            self.drop_block(i);
+            i = prev;
+        }
+        if !listed {
+            self.insert_free(i);
+        }
+    }
+
     /// The size of a block.
     #[cfg(test)]
     pub fn block_size(&self, i: u32) -> u64 {
@@ -339,7 +506,7 @@ impl SlicedEngine {
         let mut out = Vec::new();
         for fl in 0..FL {
             for sl in 0..SL {
-                let mut i = self.heads[fl][sl];
+                let mut i = self.heads.get(fl, sl);
                 while i != NIL {
                     let b = self.blocks[i as usize];
                     assert!(b.free);
@@ -348,7 +515,7 @@ impl SlicedEngine {
                     i = b.free_next;
                 }
                 assert_eq!(
-                    self.heads[fl][sl] != NIL,
+                    self.heads.get(fl, sl) != NIL,
                     self.sl_map[fl] & (1 << sl) != 0,
                     "bitmap out of step"
                 );

@@ -3,8 +3,10 @@
 
 #![allow(dead_code, unreachable_pub)] // reason: each test file uses a different part
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::rc::Rc;
 
 use streamcore::memory::{MemoryLayout, MemoryPolicy, PoolSpec};
 use streamcore::platform::{
@@ -52,6 +54,37 @@ pub struct TestStorage {
     pub decommit_calls: u64,
     /// The next `decommit` fails with this kind.
     pub fail_decommit: Option<ErrorKind>,
+    /// The stream's queued work, when the test frees in stream order: a
+    /// decommit of bytes it still touches panics.
+    pub queue: Option<Rc<RefCell<QueuedWork>>>,
+}
+
+/// Work queued on a manager's stream, as a test models it: byte ranges of
+/// slices freed in stream order and the cursor of their last use, and how
+/// far the stream got.
+#[derive(Debug, Default)]
+pub struct QueuedWork {
+    /// (reservation or page id, offset, length, cursor).
+    pub touches: Vec<(u64, u64, u64, u64)>,
+    /// The stream completed every command up to this cursor.
+    pub completed: u64,
+}
+
+impl QueuedWork {
+    /// The stream got to `cursor`: touches up to it are done.
+    pub fn complete(&mut self, cursor: u64) {
+        self.completed = self.completed.max(cursor);
+        let done = self.completed;
+        self.touches.retain(|t| t.3 > done);
+    }
+
+    /// A touch of `offset..offset + len` of `id` still queued, if any.
+    pub fn touching(&self, id: u64, offset: u64, len: u64) -> Option<(u64, u64, u64, u64)> {
+        self.touches
+            .iter()
+            .copied()
+            .find(|t| t.3 > self.completed && t.0 == id && t.1 < offset + len && offset < t.1 + t.2)
+    }
 }
 
 impl TestStorage {
@@ -216,6 +249,15 @@ impl Storage for TestStorage {
         self.decommit_calls += 1;
         if let Some(kind) = self.fail_decommit.take() {
             return Err(TestError(kind));
+        }
+        if let Some(q) = &self.queue {
+            let q = q.borrow();
+            if let Some(t) = q.touching(page.0, offset, len) {
+                panic!(
+                    "decommit of {offset}+{len} in {} while queued work (cursor {} > completed {}) touches {}+{}",
+                    page.0, t.3, q.completed, t.1, t.2
+                );
+            }
         }
         let (_, chunks) = self
             .ranges

@@ -220,6 +220,9 @@ pub struct StreamcoreTarget {
     alignment: u64,
     model: DriverModel,
     managers: Vec<MemoryManager<CountingStorage>>,
+    /// Frees in stream order: each allocation is touched by one command on
+    /// its stream (the stream's cursor, by stream), and freed naming it.
+    ordered: Option<Vec<u64>>,
 }
 
 impl StreamcoreTarget {
@@ -237,7 +240,24 @@ impl StreamcoreTarget {
             alignment,
             model: DriverModel::default(),
             managers: Vec::new(),
+            ordered: None,
         }
+    }
+
+    /// The same target freeing in stream order, as `streamcore replay
+    /// --platform hip --touch` does: every allocation is touched by one
+    /// command queued on its stream, frees go back at once naming that
+    /// command's cursor (`MemoryManager::free_ordered`), and where a manager
+    /// must wait for its stream before giving memory back it waits (the
+    /// modelled device keeps up: a wait completes everything queued).
+    pub fn ordered(mut self) -> Self {
+        self.ordered = Some(Vec::new());
+        self
+    }
+
+    /// Times the managers waited for their stream (frees in stream order).
+    pub fn waits(&self) -> u64 {
+        self.managers.iter().map(MemoryManager::waits).sum()
     }
 
     /// The same target over storages charging `model`.
@@ -273,17 +293,36 @@ impl StreamcoreTarget {
 }
 
 impl ReplayTarget for StreamcoreTarget {
-    type Handle = SliceHandle;
+    /// The slice and the cursor of the command that touched it.
+    type Handle = (SliceHandle, u64);
     type Error = streamcore::memory::MemoryError<<CountingStorage as Storage>::Error>;
 
     #[inline]
-    fn alloc(&mut self, stream: u32, size: u64) -> Result<SliceHandle, Self::Error> {
-        self.manager(stream).reserve(size).map(|(h, _)| h)
+    fn alloc(&mut self, stream: u32, size: u64) -> Result<(SliceHandle, u64), Self::Error> {
+        let Some(cursors) = self.ordered.as_mut() else {
+            return self.manager(stream).reserve(size).map(|(h, _)| (h, 0));
+        };
+        if cursors.len() <= stream as usize {
+            cursors.resize(stream as usize + 1, 0);
+        }
+        let submitted = cursors[stream as usize];
+        cursors[stream as usize] += 1;
+        let mut caught_up = |_: u64| Some(submitted);
+        let (h, _) = self.manager(stream).reserve_ordered(size, &mut caught_up)?;
+        Ok((h, submitted + 1))
     }
 
     #[inline]
-    fn free(&mut self, stream: u32, handle: SliceHandle) -> Result<(), Self::Error> {
-        self.manager(stream).free(handle)
+    fn free(
+        &mut self,
+        stream: u32,
+        (handle, cursor): (SliceHandle, u64),
+    ) -> Result<(), Self::Error> {
+        if self.ordered.is_some() {
+            self.manager(stream).free_ordered(handle, cursor)
+        } else {
+            self.manager(stream).free(handle)
+        }
     }
 
     fn accounting(&self) -> &Accounting {

@@ -25,6 +25,7 @@ mod counting;
 mod driver;
 mod driver_model;
 pub mod json;
+pub mod synthetic;
 mod trace;
 
 pub use counting::{Accounting, CountingError, CountingStorage, StorageStats};

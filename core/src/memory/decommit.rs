@@ -1,0 +1,206 @@
+//! Giving committed chunks back: which idle chunks go (oldest first, the
+//! smallest that covers what a commit needs, only those whose fence the
+//! stream has passed), waiting for the stream when the caller can, and
+//! releasing reservations no page uses.
+
+use super::chunks::Moved;
+use super::error::MemoryError;
+use super::manager::MemoryManager;
+use super::progress::Progress;
+use crate::platform::Storage;
+
+type Res<T, S> = Result<T, MemoryError<<S as Storage>::Error>>;
+
+impl<S: Storage> MemoryManager<S> {
+    /// Whether chunks may be decommitted now: never while a capture window
+    /// of this manager is open or flushes are held (a stream of the device
+    /// records a capture).
+    pub(super) fn may_decommit(&self) -> bool {
+        self.segment.is_some() && !self.flushes_held && !self.capture.is_open()
+    }
+
+    /// Decommits every chunk no page uses, when allowed; returns what went
+    /// back. On a storage error the chunk stays committed (and counted).
+    pub(super) fn decommit_idle(&mut self) -> Res<Moved, S> {
+        self.decommit_idle_while(|_| true)
+    }
+
+    /// Decommits chunks no page uses that went idle at reserve count
+    /// `cutoff` or earlier.
+    pub(super) fn decommit_idle_since(&mut self, cutoff: u64) -> Res<Moved, S> {
+        let mut moved = Moved::default();
+        while self.may_decommit() {
+            let Some(c) = self.seg().chunks.lru_head() else {
+                break;
+            };
+            let ch = self.seg().chunks.chunk(c);
+            if ch.idle_since > cutoff || ch.fence > self.books.completed {
+                break;
+            }
+            let m = self.decommit_one(c)?;
+            moved.chunks += m.chunks;
+            moved.bytes += m.bytes;
+        }
+        Ok(moved)
+    }
+
+    /// Decommits idle chunks, oldest first, while `more` says so.
+    fn decommit_idle_while(&mut self, mut more: impl FnMut(&Self) -> bool) -> Res<Moved, S> {
+        let mut moved = Moved::default();
+        while self.may_decommit() && more(self) {
+            let Some(c) = self.seg().chunks.lru_head() else {
+                break;
+            };
+            if self.seg().chunks.chunk(c).fence > self.books.completed {
+                // The rest of the LRU waits for the stream too.
+                break;
+            }
+            let m = self.decommit_one(c)?;
+            moved.chunks += m.chunks;
+            moved.bytes += m.bytes;
+        }
+        Ok(moved)
+    }
+
+    /// Decommits idle chunks until a commit of `need` bytes fits under
+    /// `limit`: among the oldest few, the smallest that covers what is
+    /// missing (else the largest), so a small excess does not cost a large
+    /// chunk that would have to be committed again. Chunks whose fence the
+    /// stream has not completed are taken only after `progress` waited for
+    /// it; if it cannot, the commit passes the limit.
+    pub(super) fn decommit_to_fit(
+        &mut self,
+        need: u64,
+        limit: u64,
+        progress: &mut dyn Progress,
+    ) -> Res<(), S> {
+        const LOOK: usize = 32;
+        while self.may_decommit() {
+            let held = self.books.reserved + self.books.pending;
+            let excess = (held + need).saturating_sub(limit);
+            if excess == 0 {
+                break;
+            }
+            let completed = self.books.completed;
+            let chunks = &self.seg().chunks;
+            // (chunk, bytes) over the fenced chunks, and over all of them.
+            let mut best = [None::<(u32, u64)>; 2];
+            let mut largest = [None::<(u32, u64)>; 2];
+            let mut next = chunks.lru_head();
+            for _ in 0..LOOK {
+                let Some(c) = next else {
+                    break;
+                };
+                let ch = chunks.chunk(c);
+                let bytes = chunks.bytes(ch);
+                let scopes: &[usize] = if ch.fence <= completed { &[0, 1] } else { &[1] };
+                for &k in scopes {
+                    if bytes >= excess && best[k].is_none_or(|b| bytes < b.1) {
+                        best[k] = Some((c, bytes));
+                    }
+                    if largest[k].is_none_or(|b| bytes > b.1) {
+                        largest[k] = Some((c, bytes));
+                    }
+                }
+                next = chunks.lru_next(c);
+            }
+            // The smallest chunk that covers the excess, else the largest;
+            // fenced ones first, then one the caller waits for.
+            let mut pick = None;
+            for (fenced, any) in [(best[0], best[1]), (largest[0], largest[1])] {
+                if let Some((c, _)) = fenced {
+                    pick = Some(c);
+                    break;
+                }
+                if let Some((c, _)) = any {
+                    let fence = self.seg().chunks.chunk(c).fence;
+                    if self.wait_for(fence, progress) {
+                        pick = Some(c);
+                        break;
+                    }
+                }
+            }
+            let Some(c) = pick else {
+                self.note_overshoot(need);
+                break;
+            };
+            self.decommit_one(c)?;
+        }
+        Ok(())
+    }
+
+    /// Asks `progress` to wait until the stream completed `cursor`; whether
+    /// it did.
+    pub(super) fn wait_for(&mut self, cursor: u64, progress: &mut dyn Progress) -> bool {
+        match progress.wait(cursor) {
+            Some(done) => {
+                self.books.waits += 1;
+                self.complete(done);
+                done >= cursor
+            }
+            None => false,
+        }
+    }
+
+    pub(super) fn decommit_one(&mut self, c: u32) -> Res<Moved, S> {
+        let mut moved = Moved::default();
+        {
+            let seg = self.seg();
+            let ch = *seg.chunks.chunk(c);
+            let bytes = seg.chunks.bytes(&ch);
+            let offset = u64::from(ch.start) * seg.chunks.granule();
+            let id = seg.reservations[seg.chunks.owner_of(ch.map)].id;
+            self.storage
+                .decommit(id, offset, bytes)
+                .map_err(|source| MemoryError::Storage {
+                    op: "decommit",
+                    source,
+                })?;
+            self.seg_mut().chunks.remove(c);
+            self.books.decommits += 1;
+            self.books.reserved -= bytes;
+            self.books.committed -= bytes;
+            moved.chunks += 1;
+            moved.bytes += bytes;
+            // A large page's own reservation goes with its last chunk.
+            let owner = self.seg().chunks.owner_of(ch.map);
+            let r = self.seg().reservations[owner];
+            if r.lane == 1 && r.pages == 0 && self.seg().chunks.chunks_of(r.map).is_empty() {
+                let seg = self.seg_mut();
+                seg.engines[1].remove_page(r.first_block);
+                seg.chunks.remove_map(r.map);
+                seg.reservations.remove_at(owner);
+                self.storage.dealloc(r.id);
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Releases every reservation no page is carved from (after
+    /// [`decommit_idle`](Self::decommit_idle)); returns how many.
+    pub(super) fn release_empty_reservations(&mut self) -> u64 {
+        if !self.may_decommit() {
+            return 0;
+        }
+        let mut released = 0;
+        let mut i = 0;
+        loop {
+            let seg = self.seg();
+            let Some((key, r)) = seg.reservations.iter().nth(i) else {
+                break;
+            };
+            let r = *r;
+            if r.pages != 0 || !seg.chunks.chunks_of(r.map).is_empty() {
+                i += 1;
+                continue;
+            }
+            let seg = self.seg_mut();
+            seg.engines[usize::from(r.lane)].remove_page(r.first_block);
+            seg.chunks.remove_map(r.map);
+            seg.reservations.remove(key);
+            self.storage.dealloc(r.id);
+            released += 1;
+        }
+        released
+    }
+}

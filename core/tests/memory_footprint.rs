@@ -1,0 +1,90 @@
+//! What a manager holds on the heap, measured with a global allocator that
+//! counts live bytes: the pools' tables grow with the sizes a pool has
+//! listed (they were 8 KiB per pool whatever its pages, ~42 KiB per
+//! manager), so a bounded configuration stays small.
+
+mod memory_support;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use memory_support::{KIB, TestStorage};
+use streamcore::memory::{MemoryLayout, MemoryManager};
+use streamcore::platform::DeviceProperties;
+
+thread_local! {
+    static LIVE: Cell<i64> = const { Cell::new(0) };
+}
+
+fn add(bytes: i64) {
+    let _ = LIVE.try_with(|l| l.set(l.get() + bytes));
+}
+
+struct Live;
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged; the bookkeeping touches only a const-initialised thread-local
+// `Cell`, which never allocates.
+unsafe impl GlobalAlloc for Live {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        add(layout.size() as i64);
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        add(-(layout.size() as i64));
+        // SAFETY: `ptr` came from this allocator (so from `System`) with `layout`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        add(new_size as i64 - layout.size() as i64);
+        // SAFETY: `ptr` came from this allocator (so from `System`) with `layout`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Live = Live;
+
+fn live() -> i64 {
+    LIVE.with(Cell::get)
+}
+
+fn device(total: u64) -> DeviceProperties {
+    DeviceProperties {
+        total_memory: total,
+        max_page_size: total,
+        alignment: 256,
+        integrated: true,
+    }
+}
+
+#[test]
+fn a_manager_holds_little_heap_before_and_after_use() {
+    for total in [256 * KIB, 1 << 34] {
+        let before = live();
+        let mut m =
+            MemoryManager::new(TestStorage::new(), MemoryLayout::for_device(&device(total)));
+        let fresh = live() - before;
+        assert!(
+            fresh <= 4 * 1024,
+            "{total}: a fresh manager holds {fresh} B"
+        );
+        // Slices of every pool, a few of each.
+        let mut live_handles = Vec::new();
+        for size in [64, 1000, 8 * KIB, 40 * KIB, total / 16] {
+            for _ in 0..4 {
+                live_handles.push(m.reserve(size).unwrap().0);
+            }
+        }
+        let used = live() - before;
+        assert!(
+            used <= 16 * 1024,
+            "{total}: a manager in use holds {used} B"
+        );
+        for h in live_handles {
+            m.free(h).unwrap();
+        }
+        drop(m);
+    }
+}
