@@ -110,6 +110,52 @@ impl Handoff {
     }
 }
 
+/// One round of the H200 comparison's two-stream pipeline: 64 stages, each
+/// a fill of its own stage buffer on stream 1 (info words naming the stage,
+/// so a cache hit that is not the last one) and an accumulation of it into
+/// one buffer on stream 0 (the core places the wait), then `sync_all`.
+struct Pipeline {
+    d: Device<Null>,
+    fill: KernelId,
+    acc: KernelId,
+    stages: Vec<Buffer>,
+    sum: Buffer,
+}
+
+/// Stages per pipeline round.
+const STAGES: usize = 64;
+
+impl Pipeline {
+    fn new() -> Self {
+        let d = device();
+        let (fill, acc) = (kernel(&d, 2), kernel(&d, 3));
+        let stages = (0..STAGES).map(|_| d.alloc(S1, 4096).unwrap()).collect();
+        let sum = d.alloc(S0, 4096).unwrap();
+        let p = Self {
+            d,
+            fill,
+            acc,
+            stages,
+            sum,
+        };
+        p.round();
+        p
+    }
+
+    fn round(&self) {
+        let dims = LaunchDims::linear(4, 256);
+        for (k, b) in self.stages.iter().enumerate() {
+            let info = [1024, k as u64 + 1];
+            let r = self.d.launch(S1, self.fill, dims, &[b.write()], &info);
+            assert_eq!(r.unwrap(), Launched::Queued);
+            let args = [b.read(), self.sum.read_write()];
+            let r = self.d.launch(S0, self.acc, dims, &args, &[1024]);
+            assert_eq!(r.unwrap(), Launched::Queued);
+        }
+        self.d.sync_all().unwrap();
+    }
+}
+
 /// The bare pool `Device::alloc` wraps, with the device's default layout.
 fn manager() -> MemoryManager<NullStorage> {
     MemoryManager::new(
@@ -147,6 +193,13 @@ fn launch_3_buffers_info_hit_spinlock(b: Bencher<'_, '_>) {
 fn cross_stream_handoff(b: Bencher<'_, '_>) {
     let h = Handoff::new();
     b.bench_local(|| h.run());
+}
+
+/// One pipeline round (64 stages and the round's `sync_all`).
+#[divan::bench]
+fn pipeline_round_64_stages(b: Bencher<'_, '_>) {
+    let p = Pipeline::new();
+    b.bench_local(|| p.round());
 }
 
 /// `Device::alloc` of 1 MiB, then dropping the handle (freed at the next call).
@@ -225,6 +278,19 @@ fn profile(name: &str, iters: u64) {
         "manager_reserve_free_1mib" => {
             let mut m = manager();
             (0..iters).for_each(|_| manager_pair(&mut m, MIB));
+        }
+        "alloc_drop_4kib" => {
+            let d = device();
+            (0..iters).for_each(|_| alloc_drop(&d, 4096));
+        }
+        "manager_reserve_free_4kib" => {
+            let mut m = manager();
+            (0..iters).for_each(|_| manager_pair(&mut m, 4096));
+        }
+        // ITERS counts stages here (rounds of STAGES).
+        "pipeline_round_64_stages" => {
+            let p = Pipeline::new();
+            (0..iters / STAGES as u64).for_each(|_| p.round());
         }
         other => panic!("no profile named {other}"),
     }

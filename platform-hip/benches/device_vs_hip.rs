@@ -5,18 +5,20 @@
 //!    `HipPlatform::launch` (the platform alone), `Device::launch` (info words
 //!    served by the info cache);
 //! 2. reserve + free at 1 MiB and 4 KiB: streamcore's `MemoryManager` over
-//!    `HipStorage`, `Device::alloc` + drop, `hipMalloc` + `hipFree`,
-//!    `hipMallocAsync` + `hipFreeAsync`;
+//!    `HipStorage`, `Device::alloc` + drop (on the default lock and on the
+//!    spin lock), `hipMalloc` + `hipFree`, `hipMallocAsync` + `hipFreeAsync`;
 //! 3. a 100-kernel chain: launched eagerly through the `Device`, replayed as
 //!    a captured graph, and launched by bare calls;
 //! 4. a two-stream pipeline: the waits and events the `Device` inserted
 //!    against the minimum (one per cross-stream hand-off), and its time
-//!    against hand-placed events (whole rounds, and submission alone);
+//!    against hand-placed events (whole rounds, and submission alone), on
+//!    the default lock and on the spin lock;
 //! 5. the building blocks of the launch and wait path, per call (events,
-//!    waits, queries, the current-device calls).
+//!    waits, queries, the current-device calls), and the host's own: an
+//!    uncontended atomic add, a lock + unlock of each lock family.
 //!
-//! It ends with the three budget ratios (launch, pipeline, alloc) and their
-//! targets. Section names as arguments run only those sections.
+//! It ends with the budget ratios (launch, pipeline, alloc at 1 MiB and at
+//! 4 KiB) and their targets. Section names as arguments run only those sections.
 //!
 //! Timing: many operations per round, one synchronization per round, the
 //! variants interleaved round by round; the table gives the median over
@@ -31,7 +33,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use raw::{R, RawBuffer, RawEvent, RawKernel, RawStream};
-use streamcore::device::{Device, DeviceConfig, DeviceStats, Launched};
+use streamcore::device::{
+    Buffer, Device, DeviceConfig, DeviceStats, KernelId, Launched, LockFamilyMutex, RawLock,
+    SpinLock, StdLock,
+};
 use streamcore::memory::{MemoryLayout, MemoryManager};
 use streamcore::platform::{
     Access, Binding, DeviceRange, ErrorKind, KernelSource, LaunchDims, Platform, PlatformError,
@@ -318,31 +323,33 @@ fn launches(dev: &Device<HipPlatform>) -> R<f64> {
 }
 
 /// Section 2: reserve + free. Returns Device::alloc+drop / MemoryManager
-/// reserve+free at 1 MiB (median).
-fn allocations(dev: &Device<HipPlatform>) -> R<f64> {
+/// reserve+free at 1 MiB and at 4 KiB (medians).
+fn allocations(dev: &Device<HipPlatform>) -> R<(f64, f64)> {
     const OPS: usize = 256;
     const ROUNDS: usize = 40;
     let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
     let storage = platform.device_storage().map_err(e("device_storage"))?;
     let mut pool = MemoryManager::new(storage, MemoryLayout::for_device(&platform.properties()));
     let rs = RawStream::new()?;
+    // The same device on the spin lock (the default without `std`): how
+    // much of the pair is the lock family.
+    let spin = Device::<_, SpinLock>::with_lock(
+        HipPlatform::new().map_err(e("HipPlatform::new"))?,
+        DeviceConfig::with_streams(1),
+    )
+    .map_err(e("Device::with_lock"))?;
 
     println!(
         "\n2. Reserve + free, {OPS} pairs per round, {ROUNDS} rounds \
          (async: one stream sync per round, included)"
     );
     println!("  {:<44} {:>10} {:>10}", "", "median", "fastest");
-    let mut at_1mib = f64::NAN;
+    let mut ratios = (f64::NAN, f64::NAN);
     for size in [1usize << 20, 4096] {
-        let mut s = [
-            Samples::default(),
-            Samples::default(),
-            Samples::default(),
-            Samples::default(),
-        ];
+        let mut s: [Samples; 5] = Default::default();
         for round in 0..=ROUNDS {
-            for slot in 0..4 {
-                let which = (round + slot) % 4;
+            for slot in 0..5 {
+                let which = (round + slot) % 5;
                 let t = Instant::now();
                 match which {
                     0 => {
@@ -365,6 +372,12 @@ fn allocations(dev: &Device<HipPlatform>) -> R<f64> {
                         for _ in 0..OPS {
                             let p = raw::malloc(size)?;
                             raw::free(black_box(p))?;
+                        }
+                    }
+                    4 => {
+                        for _ in 0..OPS {
+                            let b = spin.alloc(S0, size as u64).map_err(e("Device::alloc"))?;
+                            drop(black_box(b));
                         }
                     }
                     _ => {
@@ -393,6 +406,7 @@ fn allocations(dev: &Device<HipPlatform>) -> R<f64> {
             "ns/pair",
         );
         row("Device::alloc + drop", &s[1], None, "ns/pair");
+        row("Device::alloc + drop (SpinLock)", &s[4], None, "ns/pair");
         row("hipMalloc + hipFree", &s[2], None, "ns/pair");
         row("hipMallocAsync + hipFreeAsync", &s[3], None, "ns/pair");
         ratio(
@@ -415,12 +429,21 @@ fn allocations(dev: &Device<HipPlatform>) -> R<f64> {
             s[1].median(),
             s[0].median(),
         );
+        ratio(
+            "Device::alloc+drop (SpinLock) / MemoryManager",
+            s[4].median(),
+            s[0].median(),
+        );
+        let r = s[1].median() / s[0].median();
         if size == 1 << 20 {
-            at_1mib = s[1].median() / s[0].median();
+            ratios.0 = r;
+        } else {
+            ratios.1 = r;
         }
     }
     dev.sync_all().map_err(e("sync_all"))?;
-    Ok(at_1mib)
+    spin.sync_all().map_err(e("sync_all"))?;
+    Ok(ratios)
 }
 
 /// Section 3: a 100-kernel chain, eager and as a replayed graph.
@@ -518,20 +541,86 @@ fn chain(dev: &Device<HipPlatform>) -> R<()> {
 }
 
 /// Section 4: a two-stream pipeline. Returns Device / bare (median).
-fn pipeline() -> R<f64> {
-    const STAGES: usize = 64;
-    const ROUNDS: usize = 40;
-    let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
-    let dev = Device::new(platform, DeviceConfig::with_streams(2)).map_err(e("Device::new"))?;
-    let fill = dev.load_kernel(&FILL).map_err(e("load sb_fill"))?;
-    let acc_k = dev.load_kernel(&ACC).map_err(e("load sb_acc"))?;
-    let mut stage_bufs = Vec::with_capacity(STAGES);
-    for _ in 0..STAGES {
-        stage_bufs.push(dev.alloc(S1, 4 * N as u64).map_err(e("alloc"))?);
+/// Stages per pipeline round.
+const STAGES: usize = 64;
+
+/// A device set up for the pipeline: its two kernels, one stage buffer per
+/// stage (owned by stream 1) and the accumulator (stream 0).
+struct PipeDevice<L: RawLock> {
+    dev: Device<HipPlatform, L>,
+    fill: KernelId,
+    acc_k: KernelId,
+    stages: Vec<Buffer>,
+    acc: Buffer,
+}
+
+impl<L: RawLock> PipeDevice<L> {
+    fn new() -> R<Self> {
+        let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
+        let dev = Device::<_, L>::with_lock(platform, DeviceConfig::with_streams(2))
+            .map_err(e("Device::new"))?;
+        let fill = dev.load_kernel(&FILL).map_err(e("load sb_fill"))?;
+        let acc_k = dev.load_kernel(&ACC).map_err(e("load sb_acc"))?;
+        let mut stages = Vec::with_capacity(STAGES);
+        for _ in 0..STAGES {
+            stages.push(dev.alloc(S1, 4 * N as u64).map_err(e("alloc"))?);
+        }
+        let acc = dev.alloc(S0, 4 * N as u64).map_err(e("alloc"))?;
+        dev.write(S0, &acc, &bytes(&[0; N])).map_err(e("write"))?;
+        dev.sync_all().map_err(e("sync_all"))?;
+        Ok(Self {
+            dev,
+            fill,
+            acc_k,
+            stages,
+            acc,
+        })
     }
-    let acc = dev.alloc(S0, 4 * N as u64).map_err(e("alloc"))?;
-    dev.write(S0, &acc, &bytes(&[0; N])).map_err(e("write"))?;
-    dev.sync_all().map_err(e("sync_all"))?;
+
+    /// Submits one round: each stage's fill on stream 1, then its
+    /// accumulation on stream 0 (the core places the wait).
+    fn submit(&self) -> R<()> {
+        for (k, buf) in self.stages.iter().enumerate() {
+            queued(self.dev.launch(
+                S1,
+                self.fill,
+                dims(),
+                &[buf.write()],
+                &[N as u64, k as u64 + 1],
+            ))?;
+            queued(self.dev.launch(
+                S0,
+                self.acc_k,
+                dims(),
+                &[buf.read(), self.acc.read_write()],
+                &[N as u64],
+            ))?;
+        }
+        Ok(())
+    }
+
+    /// Checks the accumulator after `rounds` rounds, then lets the buffers go.
+    fn finish(self, rounds: u32, what: &str) -> R<()> {
+        let per_round = (STAGES * (STAGES + 1) / 2) as u32;
+        check(
+            what,
+            &words(&self.dev.read(S0, &self.acc).map_err(e("read"))?),
+            rounds * per_round,
+        )?;
+        let Self {
+            dev, stages, acc, ..
+        } = self;
+        drop((stages, acc));
+        dev.sync_all().map_err(e("sync_all"))
+    }
+}
+
+fn pipeline() -> R<f64> {
+    const ROUNDS: usize = 40;
+    // The device on the default lock (what `Device::new` gives), and the
+    // same on the spin lock.
+    let dev = PipeDevice::<streamcore::device::DefaultLock>::new()?;
+    let spin = PipeDevice::<SpinLock>::new()?;
 
     // Bare: two streams, an event per stage placed by hand.
     let rfill = RawKernel::load(FILL.source, FILL.name)?;
@@ -551,65 +640,61 @@ fn pipeline() -> R<f64> {
     let racc_info = RawBuffer::new(8)?;
     racc_info.upload(&rs0, &words64(&[N as u64]))?;
 
-    let mut s = [Samples::default(), Samples::default()];
+    // [Device, bare, Device on SpinLock]
+    let mut s: [Samples; 3] = Default::default();
     // The same rounds split: submission (launches, waits, events) and the
     // round's end (the syncs).
-    let mut submit = [Samples::default(), Samples::default()];
+    let mut submit: [Samples; 3] = Default::default();
     let (mut waits, mut events_in_loop, mut events_in_sync) = (Vec::new(), Vec::new(), Vec::new());
-    let mut rounds_run = [0u32; 2];
+    let mut rounds_run = [0u32; 3];
     for round in 0..=ROUNDS {
-        for slot in 0..2 {
-            let which = (round + slot) % 2;
+        for slot in 0..3 {
+            let which = (round + slot) % 3;
             let t = Instant::now();
-            if which == 0 {
-                let before: DeviceStats = dev.stats();
-                for (k, buf) in stage_bufs.iter().enumerate() {
-                    queued(dev.launch(
-                        S1,
-                        fill,
-                        dims(),
-                        &[buf.write()],
-                        &[N as u64, k as u64 + 1],
-                    ))?;
-                    queued(dev.launch(
-                        S0,
-                        acc_k,
-                        dims(),
-                        &[buf.read(), acc.read_write()],
-                        &[N as u64],
-                    ))?;
+            match which {
+                0 => {
+                    let before: DeviceStats = dev.dev.stats();
+                    dev.submit()?;
+                    let looped = dev.dev.stats();
+                    if round > 0 {
+                        submit[0].push(ns(t), STAGES);
+                    }
+                    dev.dev.sync_all().map_err(e("sync_all"))?;
+                    let synced = dev.dev.stats();
+                    if round > 0 {
+                        waits.push(looped.waits - before.waits);
+                        events_in_loop.push(looped.events_recorded - before.events_recorded);
+                        events_in_sync.push(synced.events_recorded - looped.events_recorded);
+                    }
                 }
-                let looped = dev.stats();
-                if round > 0 {
-                    submit[0].push(ns(t), STAGES);
+                2 => {
+                    spin.submit()?;
+                    if round > 0 {
+                        submit[2].push(ns(t), STAGES);
+                    }
+                    spin.dev.sync_all().map_err(e("sync_all"))?;
                 }
-                dev.sync_all().map_err(e("sync_all"))?;
-                let synced = dev.stats();
-                if round > 0 {
-                    waits.push(looped.waits - before.waits);
-                    events_in_loop.push(looped.events_recorded - before.events_recorded);
-                    events_in_sync.push(synced.events_recorded - looped.events_recorded);
+                _ => {
+                    for (k, (buf, ev)) in rbufs.iter().zip(&events).enumerate() {
+                        rfill.launch(
+                            &rs1,
+                            BLOCKS,
+                            &[buf.address, rfill_info.address + 16 * k as u64],
+                        )?;
+                        ev.record(&rs1)?;
+                        rs0.wait(ev)?;
+                        racc_k.launch(
+                            &rs0,
+                            BLOCKS,
+                            &[buf.address, racc.address, racc_info.address],
+                        )?;
+                    }
+                    if round > 0 {
+                        submit[1].push(ns(t), STAGES);
+                    }
+                    rs0.sync()?;
+                    rs1.sync()?;
                 }
-            } else {
-                for (k, (buf, ev)) in rbufs.iter().zip(&events).enumerate() {
-                    rfill.launch(
-                        &rs1,
-                        BLOCKS,
-                        &[buf.address, rfill_info.address + 16 * k as u64],
-                    )?;
-                    ev.record(&rs1)?;
-                    rs0.wait(ev)?;
-                    racc_k.launch(
-                        &rs0,
-                        BLOCKS,
-                        &[buf.address, racc.address, racc_info.address],
-                    )?;
-                }
-                if round > 0 {
-                    submit[1].push(ns(t), STAGES);
-                }
-                rs0.sync()?;
-                rs1.sync()?;
             }
             rounds_run[which] += 1;
             if round > 0 {
@@ -617,12 +702,9 @@ fn pipeline() -> R<f64> {
             }
         }
     }
+    dev.finish(rounds_run[0], "Device pipeline")?;
+    spin.finish(rounds_run[2], "Device (SpinLock) pipeline")?;
     let per_round = (STAGES * (STAGES + 1) / 2) as u32;
-    check(
-        "Device pipeline",
-        &words(&dev.read(S0, &acc).map_err(e("read"))?),
-        rounds_run[0] * per_round,
-    )?;
     check(
         "bare pipeline",
         &words(&racc.download(&rs0)?),
@@ -650,7 +732,9 @@ fn pipeline() -> R<f64> {
         None,
         "ns/stage",
     );
+    row("Device on SpinLock", &s[2], None, "ns/stage");
     ratio("Device / bare", s[0].median(), s[1].median());
+    ratio("Device (SpinLock) / bare", s[2].median(), s[1].median());
     row(
         "  of which submission, Device",
         &submit[0],
@@ -658,6 +742,12 @@ fn pipeline() -> R<f64> {
         "ns/stage",
     );
     row("  of which submission, bare", &submit[1], None, "ns/stage");
+    row(
+        "  of which submission, Device (SpinLock)",
+        &submit[2],
+        None,
+        "ns/stage",
+    );
     ratio(
         "  submission: Device / bare",
         submit[0].median(),
@@ -673,9 +763,6 @@ fn pipeline() -> R<f64> {
         span(&events_in_sync)
     );
     println!("  results checked: ok");
-    drop(stage_bufs);
-    drop(acc);
-    dev.sync_all().map_err(e("sync_all"))?;
     Ok(s[0].median() / s[1].median())
 }
 
@@ -702,7 +789,13 @@ fn primitives() -> R<()> {
         "HipPlatform::record + drop",
         "HipPlatform::wait",
         "HipPlatform::query",
+        "host: AtomicUsize::fetch_add (uncontended)",
+        "host: StdLock mutex lock + unlock",
+        "host: SpinLock mutex lock + unlock",
     ];
+    let counter = std::sync::atomic::AtomicUsize::new(0);
+    let std_mutex = <<StdLock as RawLock>::Mutex<u64> as LockFamilyMutex<u64>>::new(0);
+    let spin_mutex = <<SpinLock as RawLock>::Mutex<u64> as LockFamilyMutex<u64>>::new(0);
     let mut s: Vec<Samples> = names.iter().map(|_| Samples::default()).collect();
     for round in 0..=ROUNDS {
         for slot in 0..names.len() {
@@ -727,9 +820,16 @@ fn primitives() -> R<()> {
                         drop(black_box(ev));
                     }
                     7 => platform.wait(&mut ps, &passed).map_err(e("wait"))?,
-                    _ => {
+                    8 => {
                         black_box(platform.query(&passed).map_err(e("query"))?);
                     }
+                    9 => {
+                        black_box(
+                            black_box(&counter).fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                        );
+                    }
+                    10 => *LockFamilyMutex::lock(black_box(&std_mutex)) += 1,
+                    _ => *LockFamilyMutex::lock(black_box(&spin_mutex)) += 1,
                 }
             }
             if round > 0 {
@@ -756,7 +856,7 @@ fn primitives() -> R<()> {
 struct Budget {
     launch: Option<f64>,
     pipeline: Option<f64>,
-    alloc: Option<f64>,
+    alloc: Option<(f64, f64)>,
 }
 
 impl Budget {
@@ -781,7 +881,12 @@ impl Budget {
         );
         line(
             "Device::alloc+drop / MemoryManager reserve+free (1 MiB)",
-            self.alloc,
+            self.alloc.map(|a| a.0),
+            2.0,
+        );
+        line(
+            "Device::alloc+drop / MemoryManager reserve+free (4 KiB)",
+            self.alloc.map(|a| a.1),
             2.0,
         );
     }

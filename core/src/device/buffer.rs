@@ -4,15 +4,14 @@
 //!
 //! Slots live in the core's generational arena: reused, each with a
 //! generation, so a stale id is detected instead of aliasing a newer
-//! buffer. A removed buffer's per-stream use vector is kept for the next
-//! one: steady state allocates nothing.
+//! buffer. A slot index keeps its per-stream use row and its handle
+//! allocation for the next buffer: steady state allocates nothing.
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
-use alloc::sync::Arc;
-
-use super::handle::BufferInner;
+use super::handle::{Buffer, HandleShare, ReleaseQueue};
 use crate::arena::{Arena, Key};
 use crate::platform::DeviceRange;
 use crate::stream::{Cursor, StreamId, WriteMark};
@@ -64,13 +63,16 @@ pub struct BufferSlot<H> {
     pub location: Location<H>,
     /// The last write, if any.
     pub last_write: Option<WriteMark>,
-    /// Per stream, the cursor of its last submission that used the buffer
-    /// (0: never).
-    pub last_use: Vec<Cursor>,
-    /// The device's own reference to the user handles' allocation (reused
-    /// once the buffer is freed).
-    pub(crate) kept: Option<Arc<BufferInner>>,
+    /// Which streams' submissions used it: none, one (its index), or
+    /// several ([`NO_USER`], [`MANY_USERS`]); the use row has marks only
+    /// for these.
+    users: u32,
 }
+
+/// No submission used the buffer.
+const NO_USER: u32 = u32::MAX;
+/// Submissions of several streams used the buffer.
+const MANY_USERS: u32 = u32::MAX - 1;
 
 impl<H> BufferSlot<H> {
     /// The device range, if placed.
@@ -79,6 +81,91 @@ impl<H> BufferSlot<H> {
             Location::Placed { range, .. } => Some(range),
             Location::Unplaced => None,
         }
+    }
+}
+
+/// A live buffer: its slot, and (on demand) per stream the cursor of that
+/// stream's last submission that used it.
+#[derive(Debug)]
+pub struct BufferRef<'a, H> {
+    slot: &'a BufferSlot<H>,
+    uses: &'a [Cursor],
+    row: usize,
+    streams: usize,
+}
+
+impl<'a, H> BufferRef<'a, H> {
+    /// Per stream, the cursor of its last submission that used the buffer
+    /// (0: never).
+    #[inline]
+    pub fn last_use(&self) -> &'a [Cursor] {
+        let start = self.row * self.streams;
+        self.uses.get(start..start + self.streams).unwrap_or(&[])
+    }
+}
+
+/// A live buffer, to change: its slot, and its use row.
+#[derive(Debug)]
+pub struct BufferMut<'a, H> {
+    slot: &'a mut BufferSlot<H>,
+    uses: &'a mut [Cursor],
+    row: usize,
+    streams: usize,
+}
+
+impl<H> BufferMut<'_, H> {
+    /// Per stream, the cursor of its last submission that used the buffer
+    /// (0: never).
+    #[inline]
+    pub fn last_use(&self) -> &[Cursor] {
+        let start = self.row * self.streams;
+        self.uses.get(start..start + self.streams).unwrap_or(&[])
+    }
+
+    /// Whether no stream but `sid` ever used the buffer (then no other
+    /// stream's use can need a wait).
+    #[inline]
+    pub fn used_only_by(&self, sid: StreamId) -> bool {
+        self.slot.users == NO_USER || self.slot.users == u32::from(sid.0)
+    }
+
+    /// Records that submission `cursor` on `sid` used the buffer, and wrote
+    /// it when `writes`.
+    #[inline]
+    pub fn mark_use(&mut self, sid: StreamId, cursor: Cursor, writes: bool) {
+        if writes {
+            self.slot.last_write = Some(WriteMark {
+                stream: sid,
+                cursor,
+            });
+        }
+        if sid.index() < self.streams {
+            if let Some(u) = self.uses.get_mut(self.row * self.streams + sid.index()) {
+                *u = (*u).max(cursor);
+                let me = u32::from(sid.0);
+                if self.slot.users != me {
+                    self.slot.users = if self.slot.users == NO_USER {
+                        me
+                    } else {
+                        MANY_USERS
+                    };
+                }
+            }
+        }
+    }
+}
+
+impl<H> core::ops::Deref for BufferMut<'_, H> {
+    type Target = BufferSlot<H>;
+    fn deref(&self) -> &BufferSlot<H> {
+        self.slot
+    }
+}
+
+impl<H> core::ops::Deref for BufferRef<'_, H> {
+    type Target = BufferSlot<H>;
+    fn deref(&self) -> &BufferSlot<H> {
+        self.slot
     }
 }
 
@@ -98,12 +185,19 @@ impl core::error::Error for StaleBuffer {}
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TableFull;
 
-/// The buffers, in the core's generational arena. Use vectors of removed
-/// buffers are kept for the next insert: steady state allocates nothing.
+/// The buffers, in the core's generational arena. What belongs to a slot
+/// index rather than to one buffer stays with the index across reuse, so
+/// steady state allocates nothing and moves little: the per-stream use
+/// cursors (one flat row per index) and the allocation its user handles
+/// share.
 #[derive(Debug)]
 pub struct BufferTable<H> {
     slots: Arena<BufferSlot<H>>,
-    spare_uses: Vec<Vec<Cursor>>,
+    /// `uses[index * streams + s]`: the last use by stream `s` of the
+    /// buffer at `index` (rows of vacant indices are stale until reuse).
+    uses: Vec<Cursor>,
+    /// Per index, the allocation the user handles of its buffer share.
+    shares: Vec<Option<Arc<HandleShare>>>,
     streams: usize,
 }
 
@@ -112,29 +206,29 @@ impl<H: Copy> BufferTable<H> {
     pub fn new(streams: usize) -> Self {
         Self {
             slots: Arena::new(),
-            spare_uses: Vec::new(),
+            uses: Vec::new(),
+            shares: Vec::new(),
             streams,
         }
     }
 
-    /// Tracks uses by streams `0..streams` (never shrinks): every live and
-    /// spare use vector grows now, so marking a use never allocates.
+    /// Tracks uses by streams `0..streams` (never shrinks): the use rows
+    /// are re-laid out now (stream creation only), so marking a use never
+    /// allocates.
     pub fn grow(&mut self, streams: usize) {
-        if streams <= self.streams {
+        let (n, m) = (self.streams, streams);
+        if m <= n {
             return;
         }
-        self.streams = streams;
-        // Stream creation only, never per operation: collecting the keys
-        // may allocate.
-        let keys: Vec<Key> = self.slots.iter().map(|(k, _)| k).collect();
-        for k in keys {
-            if let Some(slot) = self.slots.get_mut(k) {
-                slot.last_use.resize(streams, 0);
+        let rows = self.shares.len();
+        let mut uses = alloc::vec![0; rows * m];
+        for (r, row) in self.uses.chunks_exact(n.max(1)).enumerate().take(rows) {
+            if n > 0 {
+                uses[r * m..r * m + n].copy_from_slice(row);
             }
         }
-        for spare in &mut self.spare_uses {
-            spare.reserve(streams.saturating_sub(spare.len()));
-        }
+        self.uses = uses;
+        self.streams = m;
     }
 
     /// Number of live buffers.
@@ -142,16 +236,16 @@ impl<H: Copy> BufferTable<H> {
         self.slots.len()
     }
 
-    /// Inserts a buffer and returns its id.
-    pub fn insert(
+    /// Inserts a buffer and returns its first user handle.
+    #[inline(always)]
+    pub(crate) fn insert(
         &mut self,
         size: u64,
         owner: StreamId,
         location: Location<H>,
-    ) -> Result<BufferId, TableFull> {
-        let mut uses = self.spare_uses.pop().unwrap_or_default();
-        uses.clear();
-        uses.resize(self.streams, 0);
+        device: u64,
+        releases: &Arc<ReleaseQueue>,
+    ) -> Result<Buffer, TableFull> {
         let key = self
             .slots
             .insert(BufferSlot {
@@ -159,26 +253,60 @@ impl<H: Copy> BufferTable<H> {
                 owner,
                 location,
                 last_write: None,
-                last_use: uses,
-                kept: None,
+                users: NO_USER,
             })
             .map_err(|_| TableFull)?;
-        Ok(BufferId {
+        let i = key.index as usize;
+        if self.shares.len() <= i {
+            // A new index (the arena hands them out in order); its row
+            // starts clean, as `remove` leaves every row.
+            self.shares.resize_with(i + 1, || None);
+            self.uses.resize((i + 1) * self.streams, 0);
+        }
+        let id = BufferId {
             index: key.index,
             generation: key.generation,
-        })
+        };
+        let share = match self.shares.get_mut(i) {
+            Some(s) => s,
+            None => return Err(TableFull),
+        };
+        Ok(Buffer::issue(share, id, size, owner, device, releases))
     }
 
     /// The buffer, if `id` is live.
     #[inline]
-    pub fn get(&self, id: BufferId) -> Result<&BufferSlot<H>, StaleBuffer> {
-        self.slots.get(key(id)).ok_or(StaleBuffer(id))
+    pub fn get(&self, id: BufferId) -> Result<BufferRef<'_, H>, StaleBuffer> {
+        let slot = self.slots.get(key(id)).ok_or(StaleBuffer(id))?;
+        Ok(BufferRef {
+            slot,
+            uses: &self.uses,
+            row: id.index as usize,
+            streams: self.streams,
+        })
     }
 
-    /// The buffer, mutably, if `id` is live.
+    /// The buffer, to change, if `id` is live.
     #[inline]
-    pub fn get_mut(&mut self, id: BufferId) -> Result<&mut BufferSlot<H>, StaleBuffer> {
-        self.slots.get_mut(key(id)).ok_or(StaleBuffer(id))
+    pub fn get_mut(&mut self, id: BufferId) -> Result<BufferMut<'_, H>, StaleBuffer> {
+        let slot = self.slots.get_mut(key(id)).ok_or(StaleBuffer(id))?;
+        Ok(BufferMut {
+            slot,
+            uses: &mut self.uses,
+            row: id.index as usize,
+            streams: self.streams,
+        })
+    }
+
+    /// Sets the last uses of `id` (tests).
+    #[cfg(test)]
+    pub fn set_uses(&mut self, id: BufferId, uses: &[Cursor]) {
+        let n = self.streams;
+        let i = id.index as usize;
+        self.uses[i * n..i * n + n].copy_from_slice(uses);
+        if let Some(slot) = self.slots.get_mut(key(id)) {
+            slot.users = MANY_USERS;
+        }
     }
 
     /// Bytes of the live buffers that have memory (O(slots): for rare
@@ -192,13 +320,67 @@ impl<H: Copy> BufferTable<H> {
             .sum()
     }
 
-    /// Removes a buffer, returning what it was. The id becomes stale.
-    pub fn remove(&mut self, id: BufferId) -> Result<BufferSlot<H>, StaleBuffer> {
-        let mut slot = self.slots.remove(key(id)).ok_or(StaleBuffer(id))?;
-        // Hand back the facts the caller needs without the use vector, which
-        // is kept for reuse.
-        self.spare_uses.push(core::mem::take(&mut slot.last_use));
-        Ok(slot)
+    /// Removes buffer `id` when it has memory and no queued work uses it:
+    /// every stream's last use of it is at or before that stream's entry
+    /// in `completed` (never used counts as 0). Returns its owner, its
+    /// pool handle and its size; `None` (and nothing removed) otherwise.
+    #[inline]
+    pub fn remove_if_idle(
+        &mut self,
+        id: BufferId,
+        completed: &[Cursor],
+    ) -> Option<(StreamId, H, u64)> {
+        let slot = self.slots.get(key(id))?;
+        let Location::Placed { handle, .. } = slot.location else {
+            return None;
+        };
+        let (owner, size) = (slot.owner, slot.size);
+        let start = id.index as usize * self.streams;
+        match slot.users {
+            NO_USER => {}
+            MANY_USERS => {
+                let row = self.uses.get(start..start + self.streams)?;
+                if row.len() > completed.len() {
+                    return None;
+                }
+                let mut idle = true;
+                for (&used, &done) in row.iter().zip(completed) {
+                    idle &= used <= done;
+                }
+                if !idle {
+                    return None;
+                }
+            }
+            one => {
+                let s = one as usize;
+                if self.uses.get(start + s)? > completed.get(s)? {
+                    return None;
+                }
+            }
+        }
+        self.remove(id).ok()?;
+        Some((owner, handle, size))
+    }
+
+    /// Removes a buffer. The id becomes stale; its index (with its use row,
+    /// cleared, and its handle allocation) serves a later buffer.
+    pub fn remove(&mut self, id: BufferId) -> Result<(), StaleBuffer> {
+        let slot = self.slots.remove(key(id)).ok_or(StaleBuffer(id))?;
+        let start = id.index as usize * self.streams;
+        match slot.users {
+            NO_USER => {}
+            MANY_USERS => {
+                if let Some(row) = self.uses.get_mut(start..start + self.streams) {
+                    row.fill(0);
+                }
+            }
+            one => {
+                if let Some(u) = self.uses.get_mut(start + one as usize) {
+                    *u = 0;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -227,17 +409,41 @@ mod tests {
 
     #[test]
     fn stale_ids_are_rejected_after_reuse() {
+        let q = Arc::new(ReleaseQueue::default());
         let mut t = BufferTable::new(2);
-        let a = t.insert(8, StreamId(0), placed(0)).unwrap();
+        let a = t.insert(8, StreamId(0), placed(0), 1, &q).unwrap();
         assert_eq!(t.live(), 1);
-        t.remove(a).unwrap();
-        assert_eq!(t.get(a).unwrap_err(), StaleBuffer(a));
-        assert_eq!(t.remove(a).unwrap_err(), StaleBuffer(a));
-        let b = t.insert(8, StreamId(1), placed(8)).unwrap();
-        assert_ne!(a, b);
-        assert_ne!(a.as_u64(), b.as_u64());
-        assert_eq!(t.get(b).unwrap().owner, StreamId(1));
-        assert_eq!(t.get(b).unwrap().last_use, [0, 0]);
+        t.set_uses(a.id(), &[0, 7]);
+        t.remove(a.id()).unwrap();
+        assert_eq!(t.get(a.id()).unwrap_err(), StaleBuffer(a.id()));
+        assert_eq!(t.remove(a.id()).unwrap_err(), StaleBuffer(a.id()));
+        let b = t.insert(8, StreamId(1), placed(8), 1, &q).unwrap();
+        assert_ne!(a.id(), b.id());
+        assert_ne!(a.id().as_u64(), b.id().as_u64());
+        assert_eq!(t.get(b.id()).unwrap().owner, StreamId(1));
+        assert_eq!(
+            t.get(b.id()).unwrap().last_use(),
+            [0, 0],
+            "a reused row starts clean"
+        );
         assert_eq!(t.live(), 1);
+    }
+
+    #[test]
+    fn growing_keeps_every_row() {
+        let q = Arc::new(ReleaseQueue::default());
+        let mut t = BufferTable::new(0);
+        t.grow(2);
+        let a = t.insert(8, StreamId(0), placed(0), 1, &q).unwrap();
+        let b = t.insert(8, StreamId(1), placed(8), 1, &q).unwrap();
+        t.set_uses(a.id(), &[1, 2]);
+        t.set_uses(b.id(), &[3, 4]);
+        t.grow(3);
+        assert_eq!(t.get(a.id()).unwrap().last_use(), [1, 2, 0]);
+        assert_eq!(t.get(b.id()).unwrap().last_use(), [3, 4, 0]);
+        t.remove(a.id()).unwrap();
+        let c = t.insert(8, StreamId(2), placed(16), 1, &q).unwrap();
+        assert_eq!(t.get(c.id()).unwrap().last_use(), [0, 0, 0]);
+        assert_eq!(t.get(b.id()).unwrap().last_use(), [3, 4, 0]);
     }
 }

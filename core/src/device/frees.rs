@@ -34,31 +34,61 @@ impl<P: Platform> Inner<P> {
     #[cold]
     fn process_pending_releases<L: RawLock>(&mut self, env: &Env<P, L>) {
         while self.releases.is_pending() {
-            let mut ids = core::mem::take(&mut self.scratch_ids);
-            let mut graphs = core::mem::take(&mut self.scratch_graphs);
-            if !self.releases.take(&mut ids, &mut graphs) {
-                self.scratch_ids = ids;
-                self.scratch_graphs = graphs;
+            self.scratch_ids.clear();
+            self.scratch_graphs.clear();
+            if !self
+                .releases
+                .take(&mut self.scratch_ids, &mut self.scratch_graphs)
+            {
                 return;
             }
-            for id in ids.drain(..) {
+            // By index: releasing one never touches these lists.
+            for i in 0..self.scratch_ids.len() {
+                let Some(&id) = self.scratch_ids.get(i) else {
+                    break;
+                };
                 if let Err(e) = self.free_buffer(env, id) {
                     self.release_failed(e);
                 }
             }
-            for g in graphs.drain(..) {
+            for i in 0..self.scratch_graphs.len() {
+                let Some(&g) = self.scratch_graphs.get(i) else {
+                    break;
+                };
                 if let Err(e) = self.release_graph(env, g) {
                     self.release_failed(e);
                 }
             }
-            self.scratch_ids = ids;
-            self.scratch_graphs = graphs;
         }
     }
 
-    /// A buffer's last handle is gone: its claims end, and its slice goes to
-    /// the owner's drop queue once no other stream's queued use is pending.
+    /// A buffer's last handle is gone: its claims end, and its slice goes
+    /// back to its pool at once when no queued work uses it (never used, or
+    /// every use known complete), or else to the owner's drop queue once no
+    /// other stream's queued use is pending.
+    #[inline]
     fn free_buffer<L: RawLock>(&mut self, env: &Env<P, L>, id: BufferId) -> Res<(), P> {
+        // The common case, decided in one look at the buffer: no claims
+        // anywhere, no capture anywhere, no queued use.
+        if self.recording == 0 && self.taint.is_empty() {
+            if let Some((owner, handle, size)) =
+                self.buffers.remove_if_idle(id, self.sync.completed_all())
+            {
+                return match self.streams.get_mut(owner) {
+                    Some(st) if !st.capture.is_open() => Ok(st.memory.free(handle)?),
+                    _ => {
+                        self.defer(env, owner, Deferred::Device(handle), size);
+                        Ok(())
+                    }
+                };
+            }
+        }
+        self.free_buffer_slow(env, id)
+    }
+
+    /// [`free_buffer`](Self::free_buffer) for every other case.
+    #[cold]
+    fn free_buffer_slow<L: RawLock>(&mut self, env: &Env<P, L>, id: BufferId) -> Res<(), P> {
         let Ok(slot) = self.buffers.get(id) else {
             return Ok(());
         };
@@ -73,7 +103,7 @@ impl<P: Platform> Inner<P> {
         };
         let mut outstanding = 0u32;
         let mut owner_pending = false;
-        for (s, &used) in slot.last_use.iter().enumerate() {
+        for (s, &used) in slot.last_use().iter().enumerate() {
             // At most MAX_STREAMS: fits a StreamId.
             let s = StreamId(s as u16);
             if used > self.sync.completed_cursor(s)? {
@@ -109,7 +139,7 @@ impl<P: Platform> Inner<P> {
             })
             .map_err(|_| Error::InvalidArgument("too many frees pending"))?;
         let slot = self.buffers.get(id)?;
-        for (s, &used) in slot.last_use.iter().enumerate() {
+        for (s, &used) in slot.last_use().iter().enumerate() {
             let s = StreamId(s as u16);
             if s != owner && used > self.sync.completed_cursor(s)? {
                 self.pins.pin(s, used, key)?;
@@ -120,13 +150,10 @@ impl<P: Platform> Inner<P> {
         Ok(())
     }
 
-    /// Removes buffer `id` from the table; its handle allocation goes to
-    /// the spare list for the next buffer.
+    /// Removes buffer `id` from the table (its index keeps the handle
+    /// allocation for the next buffer).
     fn remove_buffer(&mut self, id: BufferId) -> Res<(), P> {
-        let mut slot = self.buffers.remove(id)?;
-        if let Some(kept) = slot.kept.take() {
-            self.spare_handles.push(kept);
-        }
+        self.buffers.remove(id)?;
         Ok(())
     }
 

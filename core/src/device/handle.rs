@@ -70,21 +70,28 @@ impl ReleaseQueue {
     }
 
     /// Whether ids may be waiting (cheap; no lock).
+    #[inline]
     pub(crate) fn is_pending(&self) -> bool {
         self.pending.load(Ordering::Acquire)
     }
 
-    /// Swaps the queued ids into `buffers` and `graphs` (which must be
-    /// empty; their capacity is kept for the next swap). Returns whether
-    /// anything was queued.
+    /// Moves the queued ids to the end of `buffers` and `graphs` (every
+    /// vector keeps its capacity). Returns whether anything was queued.
     pub(crate) fn take(&self, buffers: &mut Vec<BufferId>, graphs: &mut Vec<GraphId>) -> bool {
         let mut q = self.queue.lock();
         self.pending.store(false, Ordering::Relaxed);
         if q.buffers.is_empty() && q.graphs.is_empty() {
             return false;
         }
-        core::mem::swap(&mut q.buffers, buffers);
-        core::mem::swap(&mut q.graphs, graphs);
+        // Element by element: usually one or two ids.
+        for &id in &q.buffers {
+            buffers.push(id);
+        }
+        q.buffers.clear();
+        for &g in &q.graphs {
+            graphs.push(g);
+        }
+        q.graphs.clear();
         true
     }
 
@@ -94,16 +101,14 @@ impl ReleaseQueue {
     }
 }
 
-/// What a buffer handle points to. The device keeps one reference of its
-/// own (in the buffer's table slot) and reuses the allocation for a later
-/// buffer once every user handle is gone, so a warm `alloc` + drop
-/// allocates nothing.
+/// What the user handles of one buffer share: how many are alive, and the
+/// queue the last one to drop pushes the buffer's id on. The allocation
+/// belongs to the buffer table's slot index and serves every buffer that
+/// index holds (the device keeps one reference): once a buffer is released
+/// no user handle of it is left, so the next buffer there starts the count
+/// again, and a warm `alloc` + drop allocates nothing.
 #[derive(Debug)]
-pub(crate) struct BufferInner {
-    id: BufferId,
-    size: u64,
-    owner: StreamId,
-    device: u64,
+pub(crate) struct HandleShare {
     /// User handles (`Buffer` values) alive; the last one to drop queues
     /// the id for release.
     users: AtomicUsize,
@@ -112,88 +117,91 @@ pub(crate) struct BufferInner {
 
 /// A device buffer. Cloning shares it; dropping the last clone frees it,
 /// deferred until the device has finished every use queued before.
+///
+/// What launches check (id, device, size, owner) is held in the handle
+/// itself, so reading it touches no shared memory.
 pub struct Buffer {
-    inner: Arc<BufferInner>,
+    id: BufferId,
+    owner: StreamId,
+    size: u64,
+    device: u64,
+    share: Arc<HandleShare>,
 }
 
 impl Clone for Buffer {
     fn clone(&self) -> Self {
-        self.inner.users.fetch_add(1, Ordering::Relaxed);
+        self.share.users.fetch_add(1, Ordering::Relaxed);
         Self {
-            inner: Arc::clone(&self.inner),
+            id: self.id,
+            owner: self.owner,
+            size: self.size,
+            device: self.device,
+            share: Arc::clone(&self.share),
         }
     }
 }
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        if self.inner.users.fetch_sub(1, Ordering::Release) == 1 {
+        if self.share.users.fetch_sub(1, Ordering::Release) == 1 {
             // Every other user's last access happened before.
             core::sync::atomic::fence(Ordering::Acquire);
-            let id = self.inner.id;
-            self.inner.releases.push(|q| q.buffers.push(id));
+            let id = self.id;
+            self.share.releases.push(|q| q.buffers.push(id));
         }
     }
 }
 
 impl Buffer {
-    /// A user handle for buffer `id`, and the device's own reference to
-    /// keep in the table. Reuses an allocation from `spare` when no one
-    /// else references it any more (a user thread may still be finishing
-    /// its drop: that one is let go).
+    /// The first user handle of buffer `id`, over the slot index's shared
+    /// allocation `share` (made on the index's first use). The index's
+    /// previous buffer was released, so none of its user handles is left
+    /// (one may still be finishing its drop: it touches the count no more).
+    #[inline(always)]
     pub(crate) fn issue(
-        spare: &mut alloc::vec::Vec<Arc<BufferInner>>,
+        share: &mut Option<Arc<HandleShare>>,
         id: BufferId,
         size: u64,
         owner: StreamId,
         device: u64,
         releases: &Arc<ReleaseQueue>,
-    ) -> (Self, Arc<BufferInner>) {
-        let kept = loop {
-            let Some(mut a) = spare.pop() else {
-                break Arc::new(BufferInner {
-                    id,
-                    size,
-                    owner,
-                    device,
-                    users: AtomicUsize::new(1),
-                    releases: Arc::clone(releases),
-                });
-            };
-            if let Some(inner) = Arc::get_mut(&mut a) {
-                inner.id = id;
-                inner.size = size;
-                inner.owner = owner;
-                inner.device = device;
-                *inner.users.get_mut() = 1;
-                break a;
+    ) -> Self {
+        let share = match share {
+            Some(s) => {
+                s.users.store(1, Ordering::Relaxed);
+                Arc::clone(s)
             }
+            None => Arc::clone(share.insert(Arc::new(HandleShare {
+                users: AtomicUsize::new(1),
+                releases: Arc::clone(releases),
+            }))),
         };
-        (
-            Self {
-                inner: Arc::clone(&kept),
-            },
-            kept,
-        )
+        Self {
+            id,
+            owner,
+            size,
+            device,
+            share,
+        }
     }
 
     /// The buffer's id on its device.
     pub fn id(&self) -> BufferId {
-        self.inner.id
+        self.id
     }
 
     /// Its size in bytes.
     pub fn size(&self) -> u64 {
-        self.inner.size
+        self.size
     }
 
     /// The stream whose pools hold its bytes.
     pub fn owner(&self) -> StreamId {
-        self.inner.owner
+        self.owner
     }
 
     pub(crate) fn device(&self) -> u64 {
-        self.inner.device
+        self.device
     }
 
     /// A binding of this buffer the kernel only reads.
@@ -224,9 +232,9 @@ impl Buffer {
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Buffer")
-            .field("id", &self.inner.id)
-            .field("size", &self.inner.size)
-            .field("owner", &self.inner.owner)
+            .field("id", &self.id)
+            .field("size", &self.size)
+            .field("owner", &self.owner)
             .finish()
     }
 }

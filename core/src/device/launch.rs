@@ -117,23 +117,62 @@ impl<P: Platform> Inner<P> {
                 "the launch's bindings differ from the kernel's declared count",
             ));
         }
-        // One pass over the arguments: operands (taint), bindings, and what
-        // the launch must be ordered after (other streams' last writes, and
-        // for a write their last uses).
-        self.scratch_ops.clear();
+        // On the clean path outside a capture the launch is booked in the
+        // argument pass: its cursor taken and its uses marked, as if it
+        // succeeded. Should it fail later (a wait, the platform call), the
+        // marks stay: an extra wait later, never a missing one; the cursor
+        // stays taken (cursors only order). Its info words are bound before
+        // the cursor is taken: their upload may record a fence on `sid`,
+        // which must not claim to cover the launch.
+        let clean = self.taint.is_empty();
+        let booked = clean && !recording;
+        let mut info_range = None;
+        let mut uncached_info = None;
+        if booked && !info.is_empty() {
+            // The same words as the stream's last hit (a loop's launches)
+            // are served without a call.
+            match self.streams.get(sid).and_then(|st| st.info_memo_hit(info)) {
+                Some(range) => {
+                    self.stats.info_hits += 1;
+                    info_range = Some(range);
+                }
+                None => {
+                    let (range, uncached) = self.info_for_launch(env, sid, info)?;
+                    info_range = Some(range);
+                    uncached_info = uncached;
+                }
+            }
+        }
+        let cursor = if booked { self.sync.submit(sid)? } else { 0 };
+
+        // One pass over the arguments: bindings, what the launch must be
+        // ordered after (other streams' last writes, and for a write their
+        // last uses, unless already synced or complete), and the operands
+        // when the taint graph has claims (on the clean path nothing reads
+        // them unless the launch fails).
+        if !clean {
+            self.scratch_ops.clear();
+        }
         self.scratch_bindings.clear();
         self.scratch_marks.clear();
         let mut unplaced = false;
+        let mut stale = None;
         for a in args {
             let id = a.buffer.id();
-            if a.buffer.device() != self.id {
-                return Err(Error::StaleBuffer(id));
+            let slot = match self.buffers.get_mut(id) {
+                Ok(slot) if a.buffer.device() == self.id => slot,
+                _ => {
+                    stale = Some(id);
+                    break;
+                }
+            };
+            let mut slot = slot;
+            if !clean {
+                self.scratch_ops.push(Operand {
+                    region: taint_region(id, slot.size),
+                    access: a.access,
+                });
             }
-            let slot = self.buffers.get(id)?;
-            self.scratch_ops.push(Operand {
-                region: taint_region(id, slot.size),
-                access: a.access,
-            });
             match slot.range() {
                 Some(range) => self.scratch_bindings.push(Binding {
                     range,
@@ -141,25 +180,49 @@ impl<P: Platform> Inner<P> {
                 }),
                 None => unplaced = true,
             }
+            // (A stream the sync table does not know is kept as a mark: the
+            // wait placement reports it.)
             if let Some(w) = slot.last_write {
-                if w.stream != sid {
+                if w.stream != sid
+                    && self
+                        .sync
+                        .needs_wait(sid, w.stream, w.cursor)
+                        .unwrap_or(true)
+                {
                     self.scratch_marks.push(w);
                 }
             }
-            if a.access.writes() {
-                for (s, &c) in slot.last_use.iter().enumerate() {
-                    if c > 0 && s != sid.index() {
+            let writes = a.access.writes();
+            // A buffer only this stream used needs no look at the others.
+            if writes && !slot.used_only_by(sid) {
+                for (s, &c) in slot.last_use().iter().enumerate() {
+                    // At most MAX_STREAMS: fits a StreamId.
+                    let s = StreamId(s as u16);
+                    if c > 0 && self.sync.needs_wait(sid, s, c).unwrap_or(true) {
                         self.scratch_marks.push(WriteMark {
-                            // At most MAX_STREAMS: fits a StreamId.
-                            stream: StreamId(s as u16),
+                            stream: s,
                             cursor: c,
                         });
                     }
                 }
             }
+            if booked {
+                // After reading the marks: a later argument naming the same
+                // buffer sees this launch's own use, which needs no wait
+                // (a write argument has already collected every other
+                // stream's use, last write included).
+                slot.mark_use(sid, cursor, writes);
+            }
         }
-        // The taint graph is empty on the clean path: no operation to name.
-        if !self.taint.is_empty() {
+        let info_bytes = words_bytes(info);
+        if let Some(id) = stale {
+            // The info slice no cache entry owns goes back like after a launch.
+            if let Some(h) = uncached_info {
+                self.defer(env, sid, Deferred::Device(h), info_bytes);
+            }
+            return Err(Error::StaleBuffer(id));
+        }
+        if !clean {
             let op = Operation::Launch(self.kernel(kernel)?.name.clone());
             if let Decision::Skipped(f) = self.taint.begin(&op, &self.scratch_ops) {
                 self.stats.skipped += 1;
@@ -168,59 +231,59 @@ impl<P: Platform> Inner<P> {
             }
         }
         if unplaced {
-            return Err(Error::InvalidArgument("buffer has no memory"));
-        }
-
-        let mut uncached_info = None;
-        if !info.is_empty() {
-            match self.info_binding(env, sid, info) {
-                Ok((range, uncached)) => {
-                    uncached_info = uncached;
-                    self.scratch_bindings.push(Binding {
-                        range,
-                        access: Access::Read,
-                    });
-                }
-                Err(e) => {
-                    // The launch is not queued: an open window would miss it.
-                    let reason = match &e {
-                        Error::Memory(MemoryError::AllocationInCapture { bytes }) => {
-                            DoomReason::AllocationInCapture { bytes: *bytes }
-                        }
-                        other => DoomReason::Platform {
-                            op: "launch",
-                            kind: error_kind(other),
-                        },
-                    };
-                    self.doom(sid, reason);
-                    return Err(e);
-                }
-            }
-        }
-        let info_bytes = words_bytes(info);
-
-        // Cross-stream order.
-        if self.scratch_marks.is_empty() {
-            // Nothing to order after (the common case on one stream).
-        } else if let Err(e) = self.wait_for_marks(env, sid) {
-            self.doom_platform(sid, "wait", &e);
             // The info slice no cache entry owns goes back like after a launch.
             if let Some(h) = uncached_info {
                 self.defer(env, sid, Deferred::Device(h), info_bytes);
             }
-            return Err(e);
+            return Err(Error::InvalidArgument("buffer has no memory"));
+        }
+        if !booked && !info.is_empty() {
+            let (range, uncached) = self.info_for_launch(env, sid, info)?;
+            info_range = Some(range);
+            uncached_info = uncached;
+        }
+        if let Some(range) = info_range {
+            self.scratch_bindings.push(Binding {
+                range,
+                access: Access::Read,
+            });
         }
 
-        if !recording && self.taint.is_empty() && uncached_info.is_none() {
-            // The common path: book the launch as done, submit it unlocked.
-            self.launch_succeeded(sid, args)?;
+        // Cross-stream order. The stream's lane, once taken for a wait, is
+        // kept for the launch's own submission.
+        let mut held = None;
+        if !self.scratch_marks.is_empty() {
             let mut lane = env.lane(sid)?;
+            if let Err(e) = self.wait_for_marks_on(env, sid, &mut lane) {
+                drop(lane);
+                self.doom_platform(sid, "wait", &e);
+                // The info slice no cache entry owns goes back like after a launch.
+                if let Some(h) = uncached_info {
+                    self.defer(env, sid, Deferred::Device(h), info_bytes);
+                }
+                return Err(e);
+            }
+            held = Some(lane);
+        }
+
+        if booked && uncached_info.is_none() {
+            // The common path: booked as done, submitted unlocked.
+            self.stats.launches += 1;
+            let mut lane = match held {
+                Some(lane) => lane,
+                None => env.lane(sid)?,
+            };
             // The bindings move to the lane (the vectors swap, no copy).
             core::mem::swap(&mut lane.bindings, &mut self.scratch_bindings);
             if lane.kernel.as_ref().is_none_or(|(id, _)| *id != kernel) {
                 lane.kernel = Some((kernel, Arc::clone(&self.kernel(kernel)?.kernel)));
             }
             return Ok(Submitted::Tail { lane });
+        }
+        drop(held);
+        if clean {
+            // A refusal below claims the outputs: name them.
+            self.operands(args)?;
         }
         let k = Arc::clone(&self.kernel(kernel)?.kernel);
 
@@ -243,6 +306,10 @@ impl<P: Platform> Inner<P> {
                 }
                 Ok(Submitted::Done(Launched::Queued))
             }
+            Ok(()) if booked => {
+                self.stats.launches += 1;
+                Ok(Submitted::Done(Launched::Queued))
+            }
             Ok(()) => {
                 self.launch_succeeded(sid, args)?;
                 Ok(Submitted::Done(Launched::Queued))
@@ -254,12 +321,39 @@ impl<P: Platform> Inner<P> {
         }
     }
 
+    /// The info binding of a launch on `sid` ([`info_binding`](Self::info_binding));
+    /// a failure dooms an open window on `sid` (the launch is not queued,
+    /// the window would miss it).
+    fn info_for_launch<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        info: &[u64],
+    ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
+        let r = self.info_binding(env, sid, info);
+        if let Err(e) = &r {
+            let reason = match e {
+                Error::Memory(MemoryError::AllocationInCapture { bytes }) => {
+                    DoomReason::AllocationInCapture { bytes: *bytes }
+                }
+                other => DoomReason::Platform {
+                    op: "launch",
+                    kind: error_kind(other),
+                },
+            };
+            self.doom(sid, reason);
+        }
+        r
+    }
+
     /// Books an eager launch over `scratch_ops` as queued: a new cursor,
     /// its outputs' claims cleared, every argument's use marked.
     fn launch_succeeded(&mut self, sid: StreamId, args: &[Arg<'_>]) -> Res<(), P> {
         self.stats.launches += 1;
         let cursor = self.sync.submit(sid)?;
-        self.taint.succeeded(&self.scratch_ops);
+        if !self.taint.is_empty() {
+            self.taint.succeeded(&self.scratch_ops);
+        }
         for a in args {
             self.mark_use(a.buffer.id(), sid, cursor, a.access)?;
         }

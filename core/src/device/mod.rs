@@ -166,7 +166,6 @@ impl<P: Platform, L: RawLock> Device<P, L> {
             pins: CrossPins::new(0),
             pending: crate::arena::Arena::new(),
             releases: Arc::new(handle::ReleaseQueue::default()),
-            spare_handles: Vec::new(),
             stats: DeviceStats::default(),
             release_error: None,
             scratch_ops: Vec::new(),

@@ -4,7 +4,7 @@
 
 use super::buffer::BufferId;
 use super::lock::RawLock;
-use super::state::{Env, Fence, Inner, Res};
+use super::state::{Env, Fence, Inner, Lane, Res};
 use crate::error::Error;
 use crate::platform::{Access, Platform};
 use crate::stream::{Cursor, StreamId, WriteMark};
@@ -20,45 +20,97 @@ impl<P: Platform> Inner<P> {
         if self.scratch_marks.is_empty() {
             return Ok(());
         }
-        self.sync
-            .plan(consumer, self.scratch_marks.iter().copied(), &mut self.plan)?;
-        if self.plan.is_empty() {
+        let mut lane = env.lane(consumer)?;
+        self.wait_for_marks_on(env, consumer, &mut lane)
+    }
+
+    /// [`wait_for_marks`](Self::wait_for_marks) with `consumer`'s lane
+    /// already locked by the caller (a launch keeps it for its own
+    /// submission). Producers' lanes are locked one at a time while it is
+    /// held: the caller holds the device lock, and a thread holding a lane
+    /// without it only makes one submission, so no cycle can form.
+    pub(crate) fn wait_for_marks_on<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        consumer: StreamId,
+        lane: &mut Lane<P>,
+    ) -> Res<(), P> {
+        let Some(first) = self.scratch_marks.first().map(|m| m.stream) else {
+            return Ok(());
+        };
+        // The common case: every mark names one producer (two streams, or a
+        // hand-off). Its wait is decided without building a plan.
+        let mut need = 0;
+        let mut single = true;
+        for m in &self.scratch_marks {
+            if m.stream != first {
+                single = false;
+                break;
+            }
+            need = need.max(m.cursor);
+        }
+        if single {
+            if self.sync.needs_wait(consumer, first, need)? {
+                self.wait_one(env, consumer, lane, first)?;
+            }
             return Ok(());
         }
+        self.sync
+            .plan(consumer, self.scratch_marks.iter().copied(), &mut self.plan)?;
         let n = self.plan.len();
         for k in 0..n {
             let Some((producer, _)) = self.plan.waits().nth(k) else {
                 break;
             };
+            self.wait_one(env, consumer, lane, producer)?;
+        }
+        Ok(())
+    }
+
+    /// Makes `consumer` (its lane `lane`, held) wait for everything
+    /// `producer` submitted so far: one event recorded on `producer` and
+    /// waited on, and the sync table told.
+    fn wait_one<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        consumer: StreamId,
+        lane: &mut Lane<P>,
+        producer: StreamId,
+    ) -> Res<(), P> {
+        // A recording producer: wait on the event recorded before its
+        // capture began (it covers every write it can be waited for).
+        let kept = if self.recording > 0 {
             let pst = self
                 .streams
                 .get_mut(producer)
                 .ok_or_else(|| Error::InvalidArgument("producer stream not created"))?;
-            // A recording producer: wait on the event recorded before its
-            // capture began (it covers every write it can be waited for).
-            let kept = match pst.before_capture.take() {
+            match pst.before_capture.take() {
                 Some(f) if pst.capture.is_recording() => Some(f),
                 _ => None,
-            };
-            let (at, event, reused) = match kept {
-                Some(f) => (f.cursor, f.event, true),
-                None => {
-                    let at = self.sync.cursor(producer)?;
-                    let event = env.record(producer)?;
-                    self.stats.events_recorded += 1;
-                    (at, event, false)
-                }
-            };
-            let waited = env.on_stream(consumer, |p, s| p.wait(s, &event));
-            if reused {
-                if let Some(pst) = self.streams.get_mut(producer) {
-                    pst.before_capture = Some(Fence { cursor: at, event });
-                }
             }
-            waited?.map_err(|e| Error::platform("wait", e))?;
-            self.stats.waits += 1;
-            self.sync.synced(consumer, producer, at)?;
+        } else {
+            None
+        };
+        let (at, event, reused) = match kept {
+            Some(f) => (f.cursor, f.event, true),
+            None => {
+                let at = self.sync.cursor(producer)?;
+                let event = env.record(producer)?;
+                self.stats.events_recorded += 1;
+                (at, event, false)
+            }
+        };
+        let waited = lane.stream.as_mut().map(|s| env.platform.wait(s, &event));
+        if reused {
+            if let Some(pst) = self.streams.get_mut(producer) {
+                pst.before_capture = Some(Fence { cursor: at, event });
+            }
         }
+        waited
+            .ok_or_else(|| Error::InvalidArgument("stream not created"))?
+            .map_err(|e| Error::platform("wait", e))?;
+        self.stats.waits += 1;
+        self.sync.synced(consumer, producer, at)?;
         Ok(())
     }
 
@@ -71,7 +123,7 @@ impl<P: Platform> Inner<P> {
             self.scratch_marks.push(w);
         }
         if access.writes() {
-            for (s, &c) in slot.last_use.iter().enumerate() {
+            for (s, &c) in slot.last_use().iter().enumerate() {
                 if c > 0 {
                     self.scratch_marks.push(WriteMark {
                         stream: StreamId(s as u16),
@@ -84,6 +136,7 @@ impl<P: Platform> Inner<P> {
     }
 
     /// Records that submission `cursor` on `sid` used `id` with `access`.
+    #[inline]
     pub(crate) fn mark_use(
         &mut self,
         id: BufferId,
@@ -91,16 +144,9 @@ impl<P: Platform> Inner<P> {
         cursor: Cursor,
         access: Access,
     ) -> Res<(), P> {
-        let slot = self.buffers.get_mut(id)?;
-        if let Some(u) = slot.last_use.get_mut(sid.index()) {
-            *u = (*u).max(cursor);
-        }
-        if access.writes() {
-            slot.last_write = Some(WriteMark {
-                stream: sid,
-                cursor,
-            });
-        }
+        self.buffers
+            .get_mut(id)?
+            .mark_use(sid, cursor, access.writes());
         Ok(())
     }
 }

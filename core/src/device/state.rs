@@ -65,7 +65,7 @@ pub(crate) struct StreamState<P: Platform> {
     /// cache since: the same words again are served without hashing. The
     /// entry is then already the most recently used, so skipping the
     /// cache's own lookup changes nothing in its LRU order.
-    info_memo: Option<InfoMemo>,
+    info_memo: InfoMemo,
     /// A fence recorded only to learn progress (for cross-stream pins).
     pub(crate) progress: Option<Fence<P::Event>>,
     /// While recording a capture: an event recorded just before it began.
@@ -82,10 +82,59 @@ pub(crate) struct StreamState<P: Platform> {
 /// Info words up to this many are remembered by the last-hit memo.
 const MEMO_WORDS: usize = 16;
 
-/// The last info-cache hit of a stream.
+/// The last info-cache hit of a stream, kept in place (rewritten, never
+/// rebuilt: a stream whose words change every launch pays a short copy).
 pub(crate) struct InfoMemo {
-    words: heapless::Vec<u64, MEMO_WORDS>,
+    /// Whether `words` and `range` name a cached entry.
+    valid: bool,
+    len: u8,
+    words: [u64; MEMO_WORDS],
     range: DeviceRange,
+}
+
+impl InfoMemo {
+    /// No memo.
+    pub(crate) const fn new() -> Self {
+        Self {
+            valid: false,
+            len: 0,
+            words: [0; MEMO_WORDS],
+            range: DeviceRange {
+                page: crate::platform::PageId(0),
+                offset: 0,
+                len: 0,
+            },
+        }
+    }
+
+    /// The remembered range, if `words` are the remembered words.
+    #[inline]
+    fn hit(&self, words: &[u64]) -> Option<DeviceRange> {
+        if !self.valid || usize::from(self.len) != words.len() {
+            return None;
+        }
+        let mut same = true;
+        for (a, b) in self.words.iter().zip(words) {
+            same &= a == b;
+        }
+        same.then_some(self.range)
+    }
+
+    /// Remembers `words` (at most [`MEMO_WORDS`]) cached at `range`.
+    #[inline]
+    fn set(&mut self, words: &[u64], range: DeviceRange) {
+        let Some(dst) = self.words.get_mut(..words.len()) else {
+            self.valid = false;
+            return;
+        };
+        for (d, &w) in dst.iter_mut().zip(words) {
+            *d = w;
+        }
+        // At most MEMO_WORDS (16): fits a u8.
+        self.len = words.len() as u8;
+        self.range = range;
+        self.valid = true;
+    }
 }
 
 impl<P: Platform> StreamState<P> {
@@ -96,28 +145,31 @@ impl<P: Platform> StreamState<P> {
 
     /// The info cache, to change (forgets the last-hit memo).
     pub(crate) fn info_mut(&mut self) -> &mut InfoCache<(SliceHandle, DeviceRange)> {
-        self.info_memo = None;
+        self.info_memo.valid = false;
         &mut self.info
+    }
+
+    /// The device range of `words` when they are the last hit's words
+    /// (then already the most recently used entry: nothing to mark).
+    #[inline]
+    pub(crate) fn info_memo_hit(&self, words: &[u64]) -> Option<DeviceRange> {
+        self.info_memo.hit(words)
     }
 
     /// The device range caching `words`, marked used (a cache hit), or
     /// `None`.
     #[inline]
     pub(crate) fn info_get(&mut self, words: &[u64]) -> Option<DeviceRange> {
-        if let Some(m) = &self.info_memo {
-            if m.words.as_slice() == words {
-                return Some(m.range);
-            }
+        if let Some(range) = self.info_memo.hit(words) {
+            return Some(range);
         }
         let range = self.info.get(words).map(|&(_, r)| r);
-        self.info_memo = match range {
+        match range {
             Some(range) if self.info.mode() == CacheMode::Normal => {
-                heapless::Vec::from_slice(words)
-                    .ok()
-                    .map(|words| InfoMemo { words, range })
+                self.info_memo.set(words, range);
             }
-            _ => None,
-        };
+            _ => self.info_memo.valid = false,
+        }
         range
     }
 }
@@ -251,8 +303,6 @@ pub(crate) struct Inner<P: Platform> {
     pub(crate) pins: CrossPins<Key>,
     pub(crate) pending: Arena<PendingFree>,
     pub(crate) releases: Arc<ReleaseQueue>,
-    /// Allocations of freed buffers' handles, for the next buffers.
-    pub(crate) spare_handles: Vec<Arc<super::handle::BufferInner>>,
     pub(crate) stats: DeviceStats,
     /// The first error of a deferred release (a dropped handle's free, a
     /// dropped graph's destroy, a due flush) not yet taken by the user.
@@ -316,7 +366,7 @@ impl<P: Platform> Inner<P> {
                     drops: DropQueue::with_capacity(flush, 256, 16),
                     capture: CaptureState::new(),
                     info: InfoCache::new(config.info_cache),
-                    info_memo: None,
+                    info_memo: InfoMemo::new(),
                     progress: None,
                     before_capture: None,
                     window: Vec::new(),

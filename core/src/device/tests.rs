@@ -23,8 +23,8 @@ fn tables_grow_with_the_streams_in_use() {
     {
         let inner = LockFamilyMutex::lock(&d.shared.state);
         assert_eq!(inner.plan.waits().count(), 0);
-        assert_eq!(inner.buffers.get(a.id()).unwrap().last_use.len(), 6);
-        assert_eq!(inner.buffers.get(b.id()).unwrap().last_use.len(), 6);
+        assert_eq!(inner.buffers.get(a.id()).unwrap().last_use().len(), 6);
+        assert_eq!(inner.buffers.get(b.id()).unwrap().last_use().len(), 6);
     }
     drop((a, b));
     d.sync_all().unwrap();

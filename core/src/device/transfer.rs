@@ -38,6 +38,7 @@ impl<P: Platform> Inner<P> {
     /// Reserves `size` bytes in `sid`'s pools. With `may_sync`, out of
     /// memory outside a capture answers `Ok(None)`: deferred frees may come
     /// back once the stream is synchronized.
+    #[inline]
     fn reserve<L: RawLock>(
         &mut self,
         env: &Env<P, L>,
@@ -46,17 +47,33 @@ impl<P: Platform> Inner<P> {
         may_sync: bool,
     ) -> Res<Option<(SliceHandle, DeviceRange)>, P> {
         self.process_releases(env);
-        let recording = self.recording > 0;
-        let st = self.stream(env, sid)?;
+        let st = match self.streams.get_mut(sid) {
+            Some(st) => st,
+            None => self.stream(env, sid)?,
+        };
         match st.memory.reserve(size) {
             Ok(r) => Ok(Some(r)),
-            Err(MemoryError::OutOfMemory { .. })
-                if may_sync && !st.capture.is_open() && !recording =>
-            {
+            Err(e) => self.reserve_failed(sid, e, may_sync),
+        }
+    }
+
+    /// A reservation on `sid` failed with `e`: out of memory outside a
+    /// capture with `may_sync` asks for a sync first (`Ok(None)`); an
+    /// allocation inside a capture window dooms it.
+    #[cold]
+    fn reserve_failed(
+        &mut self,
+        sid: StreamId,
+        e: MemoryError<P::Error>,
+        may_sync: bool,
+    ) -> Res<Option<(SliceHandle, DeviceRange)>, P> {
+        let open = self.streams.get(sid).is_none_or(|st| st.capture.is_open());
+        match e {
+            MemoryError::OutOfMemory { .. } if may_sync && !open && self.recording == 0 => {
                 self.stats.oom_retries += 1;
                 Ok(None)
             }
-            Err(e) => {
+            e => {
                 if let MemoryError::AllocationInCapture { bytes } = &e {
                     let bytes = *bytes;
                     self.doom(sid, DoomReason::AllocationInCapture { bytes });
@@ -67,6 +84,7 @@ impl<P: Platform> Inner<P> {
     }
 
     /// A new buffer of `size` bytes in `sid`'s pools.
+    #[inline]
     pub(crate) fn alloc<L: RawLock>(
         &mut self,
         env: &Env<P, L>,
@@ -110,30 +128,21 @@ impl<P: Platform> Inner<P> {
         }
     }
 
+    #[inline(always)]
     fn insert_buffer(
         &mut self,
         sid: StreamId,
         size: u64,
         location: Location<SliceHandle>,
     ) -> Res<Buffer, P> {
-        let id = self
-            .buffers
-            .insert(size, sid, location)
-            .map_err(|_| Error::InvalidArgument("the device holds 2^32 - 1 buffers"))?;
-        let (user, kept) = Buffer::issue(
-            &mut self.spare_handles,
-            id,
-            size,
-            sid,
-            self.id,
-            &self.releases,
-        );
-        self.buffers.get_mut(id)?.kept = Some(kept);
-        Ok(user)
+        self.buffers
+            .insert(size, sid, location, self.id, &self.releases)
+            .map_err(|_| Error::InvalidArgument("the device holds 2^32 - 1 buffers"))
     }
 
     /// A buffer over a fresh reservation; when the table is full the
     /// reservation goes back to the pool.
+    #[inline(always)]
     fn insert_placed(
         &mut self,
         sid: StreamId,

@@ -204,6 +204,21 @@ impl SyncTable {
         Ok(())
     }
 
+    /// Whether a submission on `consumer` must wait to see `producer`'s
+    /// writes up to `cursor`: not for its own writes, writes already
+    /// synced, or writes known to have completed. The one-producer case of
+    /// [`plan`](Self::plan), without building a plan.
+    #[inline]
+    pub fn needs_wait(
+        &self,
+        consumer: StreamId,
+        producer: StreamId,
+        cursor: Cursor,
+    ) -> Result<bool, UnknownStream> {
+        let (a, b) = (self.check(consumer)?, self.check(producer)?);
+        Ok(a != b && cursor > self.synced[a * self.n + b] && cursor > self.completed[b])
+    }
+
     /// Reports that `consumer` now waits on an event recorded on `producer`
     /// when its cursor was `at`: `consumer` learns `producer`'s history up to
     /// `at`, including everything `producer` had synced by then (vector clock
@@ -224,14 +239,25 @@ impl SyncTable {
         let merge_history = at >= self.cursor[b];
         let ab = &mut self.synced[a * n + b];
         *ab = (*ab).max(at);
-        if merge_history {
-            for x in 0..n {
-                if x != a && x != b {
-                    let via = self.synced[b * n + x];
-                    let own = &mut self.synced[a * n + x];
-                    *own = (*own).max(via);
-                }
+        // With two streams there is no third one to learn about.
+        if merge_history && n > 2 {
+            // Rows `a` (the consumer's, written) and `b` (read), split
+            // apart so the merge is one pass of maxima over two slices.
+            let (row_a, row_b) = if a < b {
+                let (lo, hi) = self.synced.split_at_mut(b * n);
+                (&mut lo[a * n..a * n + n], &hi[..n])
+            } else {
+                let (lo, hi) = self.synced.split_at_mut(a * n);
+                (&mut hi[..n], &lo[b * n..b * n + n])
+            };
+            let keep = (row_a[a], row_a[b]);
+            for (own, &via) in row_a.iter_mut().zip(row_b) {
+                *own = (*own).max(via);
             }
+            // Nothing is learnt about the consumer itself, and its entry for
+            // the producer was set from `at` above.
+            row_a[a] = keep.0;
+            row_a[b] = keep.1;
         }
         Ok(())
     }
@@ -243,6 +269,11 @@ impl SyncTable {
         let i = self.check(s)?;
         self.completed[i] = self.completed[i].max(at);
         Ok(())
+    }
+
+    /// Per stream, the highest cursor known complete.
+    pub fn completed_all(&self) -> &[Cursor] {
+        &self.completed
     }
 
     /// The highest cursor of `s` known complete.
