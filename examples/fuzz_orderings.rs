@@ -34,11 +34,15 @@ use streamcore_mock::fuzzing::{self, Config, FaultSite, Kernel, Op, Program};
 use streamcore_mock::rng::SplitMix64;
 
 /// Two streams (`streams: 1` is one more than 1), scheduler seed 0, the
-/// device's flush thresholds.
+/// device's flush thresholds, sane device properties, the harness's pool
+/// layout, and a device declared with the streams the ops use.
 const CONFIG: Config = Config {
     streams: 1,
     seed: 0,
     flush: 0,
+    device: 0,
+    layout: 0,
+    declared: 0,
 };
 
 /// What your code starts with: the weights `b0` on stream 0 and an input

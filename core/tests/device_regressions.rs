@@ -1,5 +1,6 @@
 //! Regression tests of the device on platforms that hold no bytes: each
-//! failed before its fix (issue 14 items 3, 4, 6 and 8).
+//! failed before its fix (issue 14 items 3, 4, 6 and 8, and one the fuzzer
+//! found).
 
 use std::sync::{Arc, Mutex};
 
@@ -91,6 +92,32 @@ fn a_launch_with_the_wrong_binding_count_is_refused() {
         d.launch(S0, k, dims, &[out.write()], &[7]).unwrap(),
         Launched::Queued
     );
+}
+
+/// A launch its arguments refuse (another device's buffer) uploads no info
+/// words and caches none: found by the fuzzer's oracle once the clean path
+/// bound the info words before the argument pass.
+#[test]
+fn a_launch_refused_for_its_arguments_leaves_the_info_cache_alone() {
+    let a = null(1);
+    let b = null(1);
+    let k = kernel(&a, 2);
+    let foreign = b.alloc(S0, 64).unwrap();
+    let dims = LaunchDims::linear(1, 1);
+    assert!(matches!(
+        a.launch(S0, k, dims, &[foreign.write()], &[7]),
+        Err(Error::StaleBuffer(_))
+    ));
+    let s = a.stats();
+    assert_eq!((s.launches, s.info_misses, s.uploads), (0, 0, 0));
+    // The same words on a valid launch are a miss (nothing was cached).
+    let out = a.alloc(S0, 64).unwrap();
+    assert_eq!(
+        a.launch(S0, k, dims, &[out.write()], &[7]).unwrap(),
+        Launched::Queued
+    );
+    let s = a.stats();
+    assert_eq!((s.launches, s.info_misses, s.info_hits), (1, 1, 0));
 }
 
 /// Item 4: `empty(stream, 0)` is claimed by its failed reservation: work

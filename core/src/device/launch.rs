@@ -128,7 +128,10 @@ impl<P: Platform> Inner<P> {
         let booked = clean && !recording;
         let mut info_range = None;
         let mut uncached_info = None;
-        if booked && !info.is_empty() {
+        // A launch its arguments refuse (a stale or foreign buffer, one
+        // with no memory) leaves the info cache untouched: the argument
+        // pass below returns its error.
+        if booked && !info.is_empty() && self.args_placed(args) {
             // The same words as the stream's last hit (a loop's launches)
             // are served without a call.
             match self.streams.get(sid).and_then(|st| st.info_memo_hit(info)) {
@@ -319,6 +322,17 @@ impl<P: Platform> Inner<P> {
                 Err(self.work_failed(sid, "launch", op, e))
             }
         }
+    }
+
+    /// Whether every argument names a live, placed buffer of this device.
+    fn args_placed(&self, args: &[Arg<'_>]) -> bool {
+        args.iter().all(|a| {
+            a.buffer.device() == self.id
+                && self
+                    .buffers
+                    .get(a.buffer.id())
+                    .is_ok_and(|b| b.range().is_some())
+        })
     }
 
     /// The info binding of a launch on `sid` ([`info_binding`](Self::info_binding));

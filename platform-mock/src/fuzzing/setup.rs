@@ -14,7 +14,9 @@ use std::vec::Vec;
 use core::num::NonZeroU64;
 
 use streamcore::drop_queue::FlushPolicy;
-use streamcore::memory::{LayoutError, LayoutPreset, MemoryLayout, MemoryPolicy, PoolSpec};
+use streamcore::memory::{
+    LayoutError, LayoutPreset, MemoryLayout, MemoryPolicy, PoolSpec, StrandGuard,
+};
 use streamcore::platform::DeviceProperties;
 use streamcore::stream::StreamId;
 
@@ -254,6 +256,7 @@ pub fn pick_layout(
                 commit_step_shift: 0,
                 split_boundaries: true,
                 large_page_granules: 1,
+                strand_guard: StrandGuard::On,
             },
         ),
         _ => {
