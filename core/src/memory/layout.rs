@@ -13,6 +13,7 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::num::NonZeroU64;
 
+use super::budget::ChurnBudget;
 use crate::platform::DeviceProperties;
 
 /// The most pools a layout may list (the persistent pool and the dedicated
@@ -177,6 +178,10 @@ pub struct MemoryPolicy {
     /// On a resizable storage, when carved pages guard against stranding
     /// free memory inside committed chunks (see [`StrandGuard`]).
     pub strand_guard: StrandGuard,
+    /// On a resizable storage, what decommits made by choice (trimming,
+    /// the strand guard) may cost in estimated driver time, earned by the
+    /// reserves (see [`ChurnBudget`]); past it, idle memory is kept.
+    pub churn_budget: ChurnBudget,
     /// The most pages the manager may hold at once.
     pub max_pages: u32,
 }
@@ -200,7 +205,8 @@ pub enum StrandGuard {
     /// From the first commit that passes the trim limit while the live
     /// bytes are below their peak and more than 1/32 of the memory held
     /// (and more than eight granules) is stranded (stranding made the
-    /// manager grow), until less than 1/64 is.
+    /// manager grow), until less than 1/64 is; only while the policy's
+    /// [`ChurnBudget`] covers its calls.
     #[default]
     Adaptive,
     /// Always: fewest bytes.
@@ -221,6 +227,14 @@ impl Default for MemoryPolicy {
             split_boundaries: false,
             large_page_granules: 256,
             strand_guard: StrandGuard::Adaptive,
+            // Chosen with the driver model (`memory_model` example): the
+            // recorded traces keep every trim they had; workloads of
+            // irregular sizes spend a few ms where round trips cost them
+            // 10-100x the driver pool's time.
+            churn_budget: ChurnBudget {
+                per_reserve_ns: 500,
+                per_mib_ns: 150,
+            },
         }
     }
 }
@@ -230,7 +244,8 @@ impl Default for MemoryPolicy {
 #[non_exhaustive]
 pub enum Favour {
     /// Fewest bytes held: commit only what slices need, give idle memory
-    /// back before growing, always guard against stranded memory.
+    /// back before growing, always guard against stranded memory, whatever
+    /// the calls cost ([`ChurnBudget::UNLIMITED`]).
     Bytes,
     /// Both: the default.
     #[default]
@@ -251,6 +266,7 @@ impl MemoryPolicy {
                 commit_step_shift: 64,
                 split_boundaries: true,
                 strand_guard: StrandGuard::On,
+                churn_budget: ChurnBudget::UNLIMITED,
                 ..base
             },
             Favour::Time => Self {

@@ -66,6 +66,13 @@ pub(super) struct Books {
     pub waits: u64,
     /// Carving guards against stranded memory (see `guard.rs`).
     pub guarded: bool,
+    /// Bytes requested by every reserve so far, and the estimated driver
+    /// time spent on decommits made by choice (see `budget.rs`).
+    pub requested: u64,
+    pub churn_spent: u64,
+    /// The bytes held when the churn budget last left a commit over the
+    /// trim limit: trimming keeps no lower (see `decommit_to_fit`).
+    pub settled: u64,
 }
 
 impl Books {
@@ -365,6 +372,7 @@ impl<S: Storage> MemoryManager<S> {
             return Err(MemoryError::InvalidSize { size });
         };
         self.books.reserves += 1;
+        self.books.requested = self.books.requested.saturating_add(size);
         if self.books.reserves >= self.books.next_periodic {
             self.periodic()?;
         }

@@ -75,6 +75,7 @@
 //! # Ok::<(), MemoryError<Exhausted>>(())
 //! ```
 
+mod budget;
 mod chunks;
 mod decommit;
 mod error;
@@ -95,6 +96,7 @@ mod size_index;
 mod slots;
 mod tlsf;
 
+pub use budget::ChurnBudget;
 pub use error::{MemoryError, OomCause};
 pub use handle::{AllocationMode, CapturedSlice, SliceHandle};
 pub use layout::{

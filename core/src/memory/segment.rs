@@ -223,10 +223,15 @@ impl<S: Storage> MemoryManager<S> {
         let Some(need) = round_up(bytes, g) else {
             return Err(MemoryError::InvalidSize { size: rounded });
         };
-        // A large page gets a reservation of its own, sized to it: it comes
-        // and goes whole, like a page from `alloc`, without a sync.
+        // A large page gets a reservation of its own, sized to it and half
+        // as much again: it comes and goes whole, like a page from `alloc`,
+        // without a sync, and a buffer that grows (a new, larger one, then
+        // the old one freed) finds room in the reservation before last,
+        // over its committed chunks, and commits only the growth.
         let size = if lane == 1 {
-            need
+            let room = (need / 2) & !(g - 1);
+            need.saturating_add(room)
+                .min(self.seg().reservation_size().max(need))
         } else {
             self.seg().reservation_size().max(need)
         };

@@ -15,7 +15,7 @@ use core::num::NonZeroU64;
 
 use streamcore::drop_queue::FlushPolicy;
 use streamcore::memory::{
-    LayoutError, LayoutPreset, MemoryLayout, MemoryPolicy, PoolSpec, StrandGuard,
+    ChurnBudget, LayoutError, LayoutPreset, MemoryLayout, MemoryPolicy, PoolSpec, StrandGuard,
 };
 use streamcore::platform::DeviceProperties;
 use streamcore::stream::StreamId;
@@ -257,6 +257,7 @@ pub fn pick_layout(
                 split_boundaries: true,
                 large_page_granules: 1,
                 strand_guard: StrandGuard::On,
+                churn_budget: ChurnBudget::UNLIMITED,
             },
         ),
         _ => {

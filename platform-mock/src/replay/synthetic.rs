@@ -111,22 +111,13 @@ pub fn workloads() -> Vec<(String, Trace)> {
     out.push(b.done("syn_growing_cache"));
 
     // Random sizes and lifetimes: no step structure at all.
-    let mut b = Builder::default();
-    let mut r = Rng(37);
-    let mut live: Vec<u32> = Vec::new();
-    for _ in 0..10_000 {
-        if live.len() > 20 && r.below(100) < 50 {
-            let i = r.below(live.len() as u64) as usize;
-            let s = live.swap_remove(i);
-            b.free(s);
-        } else {
-            live.push(b.alloc(r.size(4 * KIB, 64 * MIB), 0));
-        }
-    }
-    for s in live {
-        b.free(s);
-    }
-    out.push(b.done("syn_random_lifetimes"));
+    out.push(random_lifetimes(
+        "syn_random_lifetimes",
+        37,
+        4 * KIB,
+        64 * MIB,
+        20,
+    ));
 
     // Three streams, each its own size mix, interleaved.
     let mut b = Builder::default();
@@ -174,7 +165,76 @@ pub fn workloads() -> Vec<(String, Trace)> {
     out.push(transformer_steps());
     out.push(serving());
     out.push(pinned_fragments());
+    // Added with the churn budget, not tuned on: the random workload again
+    // with another seed, other sizes and a larger live set; two caches
+    // growing by fixed steps at different paces.
+    out.push(random_lifetimes(
+        "syn_random_lifetimes_b",
+        101,
+        64 * KIB,
+        256 * MIB,
+        40,
+    ));
+    out.push(growing_pair());
     out
+}
+
+/// Random sizes (log-uniform in `lo..hi`) and lifetimes: after at least
+/// `floor` live buffers, each step frees a random one or allocates.
+fn random_lifetimes(name: &str, seed: u64, lo: u64, hi: u64, floor: usize) -> (String, Trace) {
+    let mut b = Builder::default();
+    let mut r = Rng(seed);
+    let mut live: Vec<u32> = Vec::new();
+    for _ in 0..10_000 {
+        if live.len() > floor && r.below(100) < 50 {
+            let i = r.below(live.len() as u64) as usize;
+            let s = live.swap_remove(i);
+            b.free(s);
+        } else {
+            live.push(b.alloc(r.size(lo, hi), 0));
+        }
+    }
+    for s in live {
+        b.free(s);
+    }
+    b.done(name)
+}
+
+/// Two caches growing by fixed steps (a new, larger buffer, then the old
+/// one freed), one by 48 MiB every step from 256 MiB, the other by 24 MiB
+/// every third step from 1 GiB, each restarting from its first size when
+/// it passes 3 GiB (a new sequence), with a few transient buffers of
+/// random sizes between the steps.
+fn growing_pair() -> (String, Trace) {
+    let mut b = Builder::default();
+    let mut r = Rng(89);
+    let starts = [256 * MIB, 1 << 30];
+    let steps = [48 * MIB, 24 * MIB];
+    let every = [1, 3];
+    let mut size = starts;
+    let mut cache = [b.alloc(size[0], 0), b.alloc(size[1], 0)];
+    for step in 0..240u64 {
+        let acts: Vec<u32> = (0..6).map(|_| b.alloc(r.size(MIB, 96 * MIB), 0)).collect();
+        for k in 0..2 {
+            if step % every[k] != 0 {
+                continue;
+            }
+            size[k] += steps[k];
+            if size[k] > 3 << 30 {
+                size[k] = starts[k];
+            }
+            let next = b.alloc(size[k], 0);
+            b.free(cache[k]);
+            cache[k] = next;
+        }
+        for s in acts {
+            b.free(s);
+        }
+    }
+    for c in cache {
+        b.free(c);
+    }
+    b.done("syn_growing_pair")
 }
 
 /// A PyTorch-like training loop of a 12-layer transformer (hidden 768,

@@ -536,7 +536,11 @@ fn the_driver_model_holds_its_figures_per_trace() {
     // decommits, driver ms x 10)
     let expected: [(&str, DriverModel, u64, u64, u64, u64, u64); 8] = [
         ("gpt2_train", DriverModel::Vmm, 10293, 214, 214, 14, 345),
-        ("resnet50_train", DriverModel::Vmm, 10048, 152, 152, 2, 132),
+        // ResNet-50: 139 commits and 1 decommit (152 and 2 before the churn
+        // budget: the adaptive guard no longer splits its boundary
+        // granules when the budget does not cover a round trip), the same
+        // ratio.
+        ("resnet50_train", DriverModel::Vmm, 10048, 139, 139, 1, 124),
         ("llama_decode", DriverModel::Vmm, 10174, 79, 79, 0, 50),
         ("two_stream_pipeline", DriverModel::Vmm, 10062, 9, 9, 0, 10),
         ("gpt2_train", DriverModel::Malloc, 10566, 778, 0, 0, 968),
@@ -587,7 +591,8 @@ fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
     // (trace, ratio x 1e4, commits, decommits, waits)
     let expected: [(&str, u64, u64, u64, u64); 4] = [
         ("gpt2_train", 10293, 214, 14, 5),
-        ("resnet50_train", 10048, 152, 2, 1),
+        // 139 commits and 1 decommit since the churn budget (152 and 2).
+        ("resnet50_train", 10048, 139, 1, 1),
         ("llama_decode", 10174, 79, 0, 0),
         ("two_stream_pipeline", 10062, 9, 0, 0),
     ];
@@ -611,26 +616,33 @@ fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
 /// the pools' own books, the `hipMalloc` route and the default
 /// virtual-memory route, held as figures (deterministic). Where they stand
 /// against each other is in BENCHMARKS.md section 3.
+///
+/// Moved with the churn budget (before: vmm ratio, commits + decommits,
+/// driver ms): growing cache 1.0117, 389 + 345, 224.5 ms; random 1.0548,
+/// 1,174 + 765, 120.8 ms; three streams 1.1465, 829 + 743, 121.3 ms;
+/// serving 1.0950, 3,914 + 3,645, 1,062.6 ms; pinned fragments 1.0676,
+/// 565 + 404, 58.4 ms: the same or fewer bytes than the driver's pool
+/// measured on the H200, at a fraction of the calls. The last two
+/// workloads were added with the budget and not tuned on (before it:
+/// 1.1094, 568 + 233, 80.9 ms and 1.0111, 360 + 296, 553.6 ms).
 #[test]
 fn the_driver_model_holds_its_figures_on_unseen_workloads() {
-    // (workload, ratio x 1e4 books, malloc, vmm; vmm commits, decommits)
-    let expected: [(&str, u64, u64, u64, u64, u64); 8] = [
-        ("syn_three_phases", 10107, 10886, 10109, 245, 0),
-        ("syn_growing_cache", 10117, 10141, 10117, 389, 345),
-        ("syn_random_lifetimes", 10148, 10905, 10548, 1174, 765),
-        ("syn_three_streams", 10821, 11082, 11465, 829, 743),
-        ("syn_huge_transients", 10154, 11334, 10160, 138, 7),
-        ("syn_transformer_steps", 10078, 10981, 10042, 270, 0),
-        ("syn_serving", 10358, 10478, 10950, 3914, 3645),
-        ("syn_pinned_fragments", 10128, 10598, 10676, 565, 404),
+    // (workload, ratio x 1e4 books, malloc, vmm; vmm commits, decommits,
+    // driver ms x 10)
+    let expected: [(&str, u64, u64, u64, u64, u64, u64); 10] = [
+        ("syn_three_phases", 10107, 10886, 10109, 245, 0, 167),
+        ("syn_growing_cache", 10117, 10141, 10117, 179, 135, 531),
+        ("syn_random_lifetimes", 10148, 10905, 11456, 66, 16, 69),
+        ("syn_three_streams", 10821, 11082, 12729, 51, 12, 62),
+        ("syn_huge_transients", 10154, 11334, 10160, 138, 6, 123),
+        ("syn_transformer_steps", 10078, 10981, 10042, 270, 0, 218),
+        ("syn_serving", 10358, 10478, 11406, 537, 238, 1155),
+        ("syn_pinned_fragments", 10128, 10598, 11297, 39, 3, 33),
+        ("syn_random_lifetimes_b", 10118, 10316, 13479, 99, 28, 158),
+        ("syn_growing_pair", 10110, 10113, 11121, 469, 422, 4894),
     ];
-    let props = DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    };
     let workloads = super::synthetic::workloads();
+    assert_eq!(workloads.len(), expected.len(), "every workload is held");
     let mut got = Vec::new();
     for &(name, ..) in &expected {
         let (_, trace) = workloads
@@ -638,18 +650,93 @@ fn the_driver_model_holds_its_figures_on_unseen_workloads() {
             .find(|(n, _)| n == name)
             .expect("a synthetic workload");
         let mut ratio = [0u64; 3];
-        let mut calls = (0, 0);
+        let mut calls = (0, 0, 0);
         for (k, model) in [DriverModel::Books, DriverModel::Malloc, DriverModel::Vmm]
             .into_iter()
             .enumerate()
         {
-            let mut t =
-                StreamcoreTarget::new(MemoryLayout::for_device(&props), 256).with_model(model);
+            let mut t = StreamcoreTarget::new(h200_layout(), 256).with_model(model);
             let r = replay(trace, &mut t, ReplayOptions::default()).unwrap();
             ratio[k] = (r.ratio() * 1e4).round() as u64;
-            calls = (r.storage.commits, r.storage.decommits);
+            calls = (
+                r.storage.commits,
+                r.storage.decommits,
+                (r.driver_ms() * 10.0).round() as u64,
+            );
         }
-        got.push((name, ratio[0], ratio[1], ratio[2], calls.0, calls.1));
+        got.push((
+            name, ratio[0], ratio[1], ratio[2], calls.0, calls.1, calls.2,
+        ));
     }
     assert_eq!(got, expected);
+}
+
+/// The default layout of the H200 the model replays against.
+fn h200_layout() -> MemoryLayout {
+    MemoryLayout::for_device(&DeviceProperties {
+        total_memory: 141_000_000_000,
+        max_page_size: 141_000_000_000 / 4,
+        alignment: 256,
+        integrated: false,
+    })
+}
+
+/// The churn budget bounds the decommits a manager makes by choice: on the
+/// workloads of random sizes (one stream, no page large enough for a
+/// reservation of its own, so every decommit is one by choice) what the
+/// decommits and the commits they set up cost, by the driver's fixed costs
+/// alone, stays within what the reserves earned. Before the budget the
+/// strand guard and trimming made 765 decommits on the first (76 ms of
+/// round trips against 7 ms earned).
+#[test]
+fn decommits_by_choice_stay_within_what_the_reserves_earned() {
+    let budget = MemoryPolicy::default().churn_budget;
+    let table = super::driver_model::H200;
+    for name in ["syn_random_lifetimes", "syn_random_lifetimes_b"] {
+        let (_, trace) = super::synthetic::workloads()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .expect("a synthetic workload");
+        assert_eq!(trace.streams, 1);
+        let (mut reserves, mut requested) = (0u64, 0u64);
+        for e in &trace.events {
+            if let super::TraceEvent::Alloc { size, .. } = e {
+                assert!(*size < 512 << 20, "no page of its own reservation");
+                reserves += 1;
+                requested += size;
+            }
+        }
+        let earned = reserves * budget.per_reserve_ns + (requested >> 20) * budget.per_mib_ns;
+        let mut t = StreamcoreTarget::new(h200_layout(), 256).with_model(DriverModel::Vmm);
+        let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
+        let round_trip = table.decommit.fixed_ns + table.commit.fixed_ns;
+        let spent = r.storage.decommits * round_trip;
+        assert!(
+            spent <= earned,
+            "{name}: {} decommits cost at least {spent} ns, {earned} ns earned",
+            r.storage.decommits
+        );
+        assert!(r.storage.decommits > 0, "{name}: trimming still happens");
+    }
+}
+
+/// A buffer that grows (a new, larger one, then the old one freed) lands
+/// in the reservation before last, over its committed chunks: the bytes
+/// committed over the whole run stay within a few times the peak, where a
+/// reservation sized to each page made every step commit the whole buffer
+/// again (75 GiB committed for a 5 GiB peak).
+#[test]
+fn a_growing_buffer_commits_its_growth_not_itself() {
+    let (_, trace) = super::synthetic::workloads()
+        .into_iter()
+        .find(|(n, _)| n == "syn_growing_cache")
+        .expect("a synthetic workload");
+    let mut t = StreamcoreTarget::new(h200_layout(), 256).with_model(DriverModel::Vmm);
+    let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
+    assert!(
+        r.storage.committed_bytes <= 4 * r.peak_live,
+        "{} bytes committed over the run for a peak of {}",
+        r.storage.committed_bytes,
+        r.peak_live
+    );
 }
