@@ -55,6 +55,11 @@ impl Builder {
     fn free(&mut self, slot: u32) {
         self.events.push(TraceEvent::Free { slot });
     }
+    fn free_all(&mut self, slots: impl IntoIterator<Item = u32>) {
+        for slot in slots {
+            self.free(slot);
+        }
+    }
     fn done(self, name: &str) -> (String, Trace) {
         let mut t = Trace {
             events: self.events,
@@ -83,9 +88,7 @@ pub fn workloads() -> Vec<(String, Trace)> {
     ] {
         for _ in 0..4 {
             let live: Vec<u32> = (0..n).map(|_| b.alloc(r.size(lo, hi), 0)).collect();
-            for s in live.into_iter().rev() {
-                b.free(s);
-            }
+            b.free_all(live.into_iter().rev());
         }
     }
     out.push(b.done("syn_three_phases"));
@@ -104,9 +107,7 @@ pub fn workloads() -> Vec<(String, Trace)> {
         let bigger = b.alloc(size.next_multiple_of(512), 0);
         b.free(cache);
         cache = bigger;
-        for s in acts {
-            b.free(s);
-        }
+        b.free_all(acts);
     }
     out.push(b.done("syn_growing_cache"));
 
@@ -133,9 +134,7 @@ pub fn workloads() -> Vec<(String, Trace)> {
         }
     }
     for l in live {
-        for s in l {
-            b.free(s);
-        }
+        b.free_all(l);
     }
     out.push(b.done("syn_three_streams"));
 
@@ -153,13 +152,9 @@ pub fn workloads() -> Vec<(String, Trace)> {
             let huge = b.alloc(r.size(512 * MIB, 1 << 30), 0);
             b.free(huge);
         }
-        for s in acts {
-            b.free(s);
-        }
+        b.free_all(acts);
     }
-    for s in base {
-        b.free(s);
-    }
+    b.free_all(base);
     out.push(b.done("syn_huge_transients"));
 
     out.push(transformer_steps());
@@ -194,9 +189,7 @@ fn random_lifetimes(name: &str, seed: u64, lo: u64, hi: u64, floor: usize) -> (S
             live.push(b.alloc(r.size(lo, hi), 0));
         }
     }
-    for s in live {
-        b.free(s);
-    }
+    b.free_all(live);
     b.done(name)
 }
 
@@ -227,13 +220,9 @@ fn growing_pair() -> (String, Trace) {
             b.free(cache[k]);
             cache[k] = next;
         }
-        for s in acts {
-            b.free(s);
-        }
+        b.free_all(acts);
     }
-    for c in cache {
-        b.free(c);
-    }
+    b.free_all(cache);
     b.done("syn_growing_pair")
 }
 
@@ -310,9 +299,7 @@ fn transformer_steps() -> (String, Trace) {
             b.free(t1);
             b.free(upstream);
             upstream = next;
-            for s in keep.into_iter().rev() {
-                b.free(s);
-            }
+            b.free_all(keep.into_iter().rev());
         }
         b.free(upstream);
         b.free(x0);
@@ -324,9 +311,7 @@ fn transformer_steps() -> (String, Trace) {
             b.free(g);
         }
     }
-    for s in persistent {
-        b.free(s);
-    }
+    b.free_all(persistent);
     b.done("syn_transformer_steps")
 }
 
@@ -350,9 +335,7 @@ fn serving() -> (String, Trace) {
             let prompt = 32 + r.below(2000);
             let acts: Vec<u32> = (0..6).map(|_| b.alloc(prompt * 16 * KIB, 0)).collect();
             let kv = b.alloc((prompt + 64) * PER_TOKEN, 1);
-            for a in acts {
-                b.free(a);
-            }
+            b.free_all(acts);
             live.push((kv, prompt, 16 + r.below(1000)));
         }
         // One decode step for every live request.
@@ -381,9 +364,7 @@ fn serving() -> (String, Trace) {
     for (kv, _, _) in live {
         b.free(kv);
     }
-    for w in weights {
-        b.free(w);
-    }
+    b.free_all(weights);
     b.done("syn_serving")
 }
 
@@ -402,15 +383,11 @@ fn pinned_fragments() -> (String, Trace) {
             large.push(b.alloc(r.size(8 * MIB, 32 * MIB), 0));
             pins.push(b.alloc(r.size(64 * KIB, MIB), 0));
         }
-        for s in large {
-            b.free(s);
-        }
+        b.free_all(large);
         let big: Vec<u32> = (0..6)
             .map(|_| b.alloc(r.size(40 * MIB, 64 * MIB), 0))
             .collect();
-        for s in big {
-            b.free(s);
-        }
+        b.free_all(big);
         let drop = pins.len() / 3;
         for _ in 0..drop {
             let i = r.below(pins.len() as u64) as usize;
@@ -418,8 +395,6 @@ fn pinned_fragments() -> (String, Trace) {
             b.free(s);
         }
     }
-    for s in pins {
-        b.free(s);
-    }
+    b.free_all(pins);
     b.done("syn_pinned_fragments")
 }
