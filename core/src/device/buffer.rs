@@ -24,6 +24,11 @@ pub struct BufferId {
 }
 
 impl BufferId {
+    /// The slot index.
+    pub(crate) const fn index(self) -> u32 {
+        self.index
+    }
+
     /// The id as one number (unique among every buffer the device ever had,
     /// until a slot's generation wraps after 2^32 reuses).
     pub const fn as_u64(self) -> u64 {
@@ -272,6 +277,15 @@ impl<H: Copy> BufferTable<H> {
             None => return Err(TableFull),
         };
         Ok(Buffer::issue(share, id, size, owner, device, releases))
+    }
+
+    /// The id of the live buffer at slot `index`, if any.
+    #[inline]
+    pub fn live_id(&self, index: u32) -> Option<BufferId> {
+        self.slots.key_at(index).map(|k| BufferId {
+            index: k.index,
+            generation: k.generation,
+        })
     }
 
     /// The buffer, if `id` is live.

@@ -34,13 +34,22 @@ impl<P: Platform> Inner<P> {
     #[cold]
     fn process_pending_releases<L: RawLock>(&mut self, env: &Env<P, L>) {
         while self.releases.is_pending() {
+            // The mailbox first: one buffer, no lock.
+            if let Some(index) = self.releases.take_mailbox() {
+                // Its slot stays taken until this release: the index names it.
+                if let Some(id) = self.buffers.live_id(index) {
+                    if let Err(e) = self.free_buffer(env, id) {
+                        self.release_failed(e);
+                    }
+                }
+            }
             self.scratch_ids.clear();
             self.scratch_graphs.clear();
             if !self
                 .releases
                 .take(&mut self.scratch_ids, &mut self.scratch_graphs)
             {
-                return;
+                continue;
             }
             // By index: releasing one never touches these lists.
             for i in 0..self.scratch_ids.len() {
