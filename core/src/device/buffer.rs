@@ -372,7 +372,10 @@ impl<H: Copy> BufferTable<H> {
                 }
             }
         }
-        self.remove(id).ok()?;
+        // Idle: every use is complete, so the row goes back clean.
+        let users = slot.users;
+        self.slots.remove(key(id))?;
+        self.clear_row(id.index, users);
         Some((owner, handle, size))
     }
 
@@ -380,8 +383,15 @@ impl<H: Copy> BufferTable<H> {
     /// cleared, and its handle allocation) serves a later buffer.
     pub fn remove(&mut self, id: BufferId) -> Result<(), StaleBuffer> {
         let slot = self.slots.remove(key(id)).ok_or(StaleBuffer(id))?;
-        let start = id.index as usize * self.streams;
-        match slot.users {
+        self.clear_row(id.index, slot.users);
+        Ok(())
+    }
+
+    /// Clears the use row of slot `index`, whose buffer had `users`.
+    #[inline]
+    fn clear_row(&mut self, index: u32, users: u32) {
+        let start = index as usize * self.streams;
+        match users {
             NO_USER => {}
             MANY_USERS => {
                 if let Some(row) = self.uses.get_mut(start..start + self.streams) {
@@ -394,7 +404,6 @@ impl<H: Copy> BufferTable<H> {
                 }
             }
         }
-        Ok(())
     }
 }
 

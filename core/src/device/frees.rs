@@ -31,10 +31,10 @@ impl<P: Platform> Inner<P> {
         }
     }
 
-    #[cold]
     fn process_pending_releases<L: RawLock>(&mut self, env: &Env<P, L>) {
-        while self.releases.is_pending() {
-            // The mailbox first: one buffer, no lock.
+        loop {
+            // The mailbox first: one buffer, no lock (an alloc + drop loop
+            // never goes further).
             if let Some(index) = self.releases.take_mailbox() {
                 // Its slot stays taken until this release: the index names it.
                 if let Some(id) = self.buffers.live_id(index) {
@@ -43,30 +43,42 @@ impl<P: Platform> Inner<P> {
                     }
                 }
             }
-            self.scratch_ids.clear();
-            self.scratch_graphs.clear();
-            if !self
-                .releases
-                .take(&mut self.scratch_ids, &mut self.scratch_graphs)
-            {
-                continue;
+            if self.releases.is_queued() {
+                self.process_queued_releases(env);
             }
-            // By index: releasing one never touches these lists.
-            for i in 0..self.scratch_ids.len() {
-                let Some(&id) = self.scratch_ids.get(i) else {
-                    break;
-                };
-                if let Err(e) = self.free_buffer(env, id) {
-                    self.release_failed(e);
-                }
+            if !self.releases.is_pending() {
+                return;
             }
-            for i in 0..self.scratch_graphs.len() {
-                let Some(&g) = self.scratch_graphs.get(i) else {
-                    break;
-                };
-                if let Err(e) = self.release_graph(env, g) {
-                    self.release_failed(e);
-                }
+        }
+    }
+
+    /// Releases what the locked queue holds (the mailbox was taken, or
+    /// graphs were dropped).
+    #[cold]
+    fn process_queued_releases<L: RawLock>(&mut self, env: &Env<P, L>) {
+        self.scratch_ids.clear();
+        self.scratch_graphs.clear();
+        if !self
+            .releases
+            .take(&mut self.scratch_ids, &mut self.scratch_graphs)
+        {
+            return;
+        }
+        // By index: releasing one never touches these lists.
+        for i in 0..self.scratch_ids.len() {
+            let Some(&id) = self.scratch_ids.get(i) else {
+                break;
+            };
+            if let Err(e) = self.free_buffer(env, id) {
+                self.release_failed(e);
+            }
+        }
+        for i in 0..self.scratch_graphs.len() {
+            let Some(&g) = self.scratch_graphs.get(i) else {
+                break;
+            };
+            if let Err(e) = self.release_graph(env, g) {
+                self.release_failed(e);
             }
         }
     }

@@ -97,6 +97,12 @@ impl ReleaseQueue {
         self.mailbox.load(Ordering::Acquire) != 0 || self.pending.load(Ordering::Acquire)
     }
 
+    /// Whether the locked queue may hold ids (cheap; no lock).
+    #[inline]
+    pub(crate) fn is_queued(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
     /// Empties the mailbox: the slot index of the buffer released there.
     /// Only the device calls it, under its lock (one taker at a time), so a
     /// load and a store suffice: between them no drop can fill it.
