@@ -32,7 +32,7 @@ pub enum Launched {
 /// What the locked part of a launch leaves to do.
 pub(crate) enum Submitted<'a, P: Platform, L: RawLock>
 where
-    L::Mutex<super::state::Lane<P>>: 'a,
+    L::LaneMutex<super::state::Lane<P>>: 'a,
 {
     /// Nothing: the launch was skipped, or submitted under the device lock.
     Done(Launched),

@@ -51,9 +51,9 @@ pub use buffer::{BufferId, StaleBuffer};
 pub use config::{ConfigError, DeviceConfig, MAX_STREAMS};
 pub use handle::{Arg, Buffer, Graph, GraphId, KernelId};
 pub use launch::Launched;
-#[cfg(feature = "std")]
-pub use lock::StdLock;
 pub use lock::{DefaultLock, LocalLock, LockFamilyMutex, RawLock, SpinLock};
+#[cfg(feature = "std")]
+pub use lock::{StdLock, YieldNow};
 pub use stats::{Census, DeviceStats, InfoCensus};
 
 use crate::drop_queue::FlushPolicy;
