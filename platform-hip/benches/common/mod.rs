@@ -145,3 +145,19 @@ pub(crate) fn row(name: &str, a: &Samples, b: Option<&Samples>, unit: &str) {
 pub(crate) fn ratio(name: &str, num: f64, den: f64) {
     println!("  {name:<44} {:>10.3}", num / den);
 }
+
+/// Runs `variants` variants round-robin: one warm-up round, then `rounds`
+/// counted ones, each starting with the next variant (none always runs
+/// first). Calls `f(which, counted)`; `counted` is false in the warm-up.
+pub(crate) fn interleaved(
+    rounds: usize,
+    variants: usize,
+    mut f: impl FnMut(usize, bool) -> R<()>,
+) -> R<()> {
+    for round in 0..=rounds {
+        for slot in 0..variants {
+            f((round + slot) % variants, round > 0)?;
+        }
+    }
+    Ok(())
+}

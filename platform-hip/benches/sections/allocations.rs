@@ -27,52 +27,50 @@ pub(crate) fn allocations(dev: &Device<HipPlatform>) -> R<(f64, f64)> {
     let mut ratios = (f64::NAN, f64::NAN);
     for size in [1usize << 20, 4096] {
         let mut s: [Samples; 5] = Default::default();
-        for round in 0..=ROUNDS {
-            for slot in 0..5 {
-                let which = (round + slot) % 5;
-                let t = Instant::now();
-                match which {
-                    0 => {
-                        for _ in 0..OPS {
-                            let (h, range) = pool
-                                .reserve(size as u64)
-                                .map_err(|err| format!("MemoryManager::reserve: {err:?}"))?;
-                            black_box(range);
-                            pool.free(h)
-                                .map_err(|err| format!("MemoryManager::free: {err:?}"))?;
-                        }
-                    }
-                    1 => {
-                        for _ in 0..OPS {
-                            let b = dev.alloc(S0, size as u64).map_err(e("Device::alloc"))?;
-                            drop(black_box(b));
-                        }
-                    }
-                    2 => {
-                        for _ in 0..OPS {
-                            let p = raw::malloc(size)?;
-                            raw::free(black_box(p))?;
-                        }
-                    }
-                    4 => {
-                        for _ in 0..OPS {
-                            let b = spin.alloc(S0, size as u64).map_err(e("Device::alloc"))?;
-                            drop(black_box(b));
-                        }
-                    }
-                    _ => {
-                        for _ in 0..OPS {
-                            let p = raw::malloc_async(size, &rs)?;
-                            raw::free_async(black_box(p), &rs)?;
-                        }
-                        rs.sync()?;
+        interleaved(ROUNDS, 5, |which, counted| {
+            let t = Instant::now();
+            match which {
+                0 => {
+                    for _ in 0..OPS {
+                        let (h, range) = pool
+                            .reserve(size as u64)
+                            .map_err(|err| format!("MemoryManager::reserve: {err:?}"))?;
+                        black_box(range);
+                        pool.free(h)
+                            .map_err(|err| format!("MemoryManager::free: {err:?}"))?;
                     }
                 }
-                if round > 0 {
-                    s[which].push(ns(t), OPS);
+                1 => {
+                    for _ in 0..OPS {
+                        let b = dev.alloc(S0, size as u64).map_err(e("Device::alloc"))?;
+                        drop(black_box(b));
+                    }
+                }
+                2 => {
+                    for _ in 0..OPS {
+                        let p = raw::malloc(size)?;
+                        raw::free(black_box(p))?;
+                    }
+                }
+                4 => {
+                    for _ in 0..OPS {
+                        let b = spin.alloc(S0, size as u64).map_err(e("Device::alloc"))?;
+                        drop(black_box(b));
+                    }
+                }
+                _ => {
+                    for _ in 0..OPS {
+                        let p = raw::malloc_async(size, &rs)?;
+                        raw::free_async(black_box(p), &rs)?;
+                    }
+                    rs.sync()?;
                 }
             }
-        }
+            if counted {
+                s[which].push(ns(t), OPS);
+            }
+            Ok(())
+        })?;
         let label = if size >= 1 << 20 {
             format!("{} MiB", size >> 20)
         } else {

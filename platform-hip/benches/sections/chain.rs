@@ -35,39 +35,37 @@ pub(crate) fn chain(dev: &Device<HipPlatform>) -> R<()> {
     let mut raw_chains = 0u32;
 
     let mut s = [Samples::default(), Samples::default(), Samples::default()];
-    for round in 0..=ROUNDS {
-        for slot in 0..3 {
-            let which = (round + slot) % 3;
-            let t = Instant::now();
-            match which {
-                0 => {
-                    for _ in 0..CHAINS {
-                        run_chain()?;
-                    }
-                    dev.sync(S0).map_err(e("sync"))?;
+    interleaved(ROUNDS, 3, |which, counted| {
+        let t = Instant::now();
+        match which {
+            0 => {
+                for _ in 0..CHAINS {
+                    run_chain()?;
                 }
-                1 => {
-                    for _ in 0..CHAINS {
-                        queued(dev.replay(&graph))?;
-                    }
-                    dev.sync(S0).map_err(e("sync"))?;
-                }
-                _ => {
-                    for _ in 0..CHAINS * KERNELS {
-                        rk.launch(&rs, BLOCKS, &[rx.address, rinfo.address])?;
-                    }
-                    rs.sync()?;
-                    raw_chains += CHAINS as u32;
-                }
+                dev.sync(S0).map_err(e("sync"))?;
             }
-            if which != 2 {
-                chains_run += CHAINS as u32;
+            1 => {
+                for _ in 0..CHAINS {
+                    queued(dev.replay(&graph))?;
+                }
+                dev.sync(S0).map_err(e("sync"))?;
             }
-            if round > 0 {
-                s[which].push(ns(t), CHAINS);
+            _ => {
+                for _ in 0..CHAINS * KERNELS {
+                    rk.launch(&rs, BLOCKS, &[rx.address, rinfo.address])?;
+                }
+                rs.sync()?;
+                raw_chains += CHAINS as u32;
             }
         }
-    }
+        if which != 2 {
+            chains_run += CHAINS as u32;
+        }
+        if counted {
+            s[which].push(ns(t), CHAINS);
+        }
+        Ok(())
+    })?;
     let got = words(&dev.read(S0, &x).map_err(e("read"))?);
     check("Device chain", &got, chains_run * KERNELS as u32)?;
     check(

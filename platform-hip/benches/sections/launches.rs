@@ -58,46 +58,44 @@ pub(crate) fn launches(dev: &Device<HipPlatform>) -> R<f64> {
     // [bare, platform, device] x [submit, submit + sync]
     let mut sub: [Samples; 3] = Default::default();
     let mut tot: [Samples; 3] = Default::default();
-    for round in 0..=ROUNDS {
-        for slot in 0..3 {
-            let which = (round + slot) % 3;
-            let t = Instant::now();
-            let submitted = match which {
-                0 => {
-                    for _ in 0..BATCH {
-                        rk.launch(&rs, BLOCKS, &pointers)?;
-                    }
-                    let s = ns(t);
-                    rs.sync()?;
-                    s
+    interleaved(ROUNDS, 3, |which, counted| {
+        let t = Instant::now();
+        let submitted = match which {
+            0 => {
+                for _ in 0..BATCH {
+                    rk.launch(&rs, BLOCKS, &pointers)?;
                 }
-                1 => {
-                    for _ in 0..BATCH {
-                        platform
-                            .launch(&mut ps, &pk, dims(), &bindings)
-                            .map_err(e("HipPlatform::launch"))?;
-                    }
-                    let s = ns(t);
-                    ps.synchronize().map_err(e("synchronize"))?;
-                    s
-                }
-                _ => {
-                    for _ in 0..BATCH {
-                        dev_launch()?;
-                    }
-                    let s = ns(t);
-                    dev.sync(S0).map_err(e("Device::sync"))?;
-                    s
-                }
-            };
-            let total = ns(t);
-            // Round 0 is the warm-up.
-            if round > 0 {
-                sub[which].push(submitted, BATCH);
-                tot[which].push(total, BATCH);
+                let s = ns(t);
+                rs.sync()?;
+                s
             }
+            1 => {
+                for _ in 0..BATCH {
+                    platform
+                        .launch(&mut ps, &pk, dims(), &bindings)
+                        .map_err(e("HipPlatform::launch"))?;
+                }
+                let s = ns(t);
+                ps.synchronize().map_err(e("synchronize"))?;
+                s
+            }
+            _ => {
+                for _ in 0..BATCH {
+                    dev_launch()?;
+                }
+                let s = ns(t);
+                dev.sync(S0).map_err(e("Device::sync"))?;
+                s
+            }
+        };
+        let total = ns(t);
+        // Round 0 is the warm-up.
+        if counted {
+            sub[which].push(submitted, BATCH);
+            tot[which].push(total, BATCH);
         }
-    }
+        Ok(())
+    })?;
     let stats1 = dev.stats();
     let want: Vec<u32> = (0..N).map(|i| a_words[i] + b_words[i]).collect();
     if words(&dev.read(S0, &out).map_err(e("read"))?) != want {

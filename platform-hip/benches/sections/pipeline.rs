@@ -109,61 +109,59 @@ pub(crate) fn pipeline() -> R<f64> {
     let mut submit: [Samples; 3] = Default::default();
     let (mut waits, mut events_in_loop, mut events_in_sync) = (Vec::new(), Vec::new(), Vec::new());
     let mut rounds_run = [0u32; 3];
-    for round in 0..=ROUNDS {
-        for slot in 0..3 {
-            let which = (round + slot) % 3;
-            let t = Instant::now();
-            match which {
-                0 => {
-                    let before: DeviceStats = dev.dev.stats();
-                    dev.submit()?;
-                    let looped = dev.dev.stats();
-                    if round > 0 {
-                        submit[0].push(ns(t), STAGES);
-                    }
-                    dev.dev.sync_all().map_err(e("sync_all"))?;
-                    let synced = dev.dev.stats();
-                    if round > 0 {
-                        waits.push(looped.waits - before.waits);
-                        events_in_loop.push(looped.events_recorded - before.events_recorded);
-                        events_in_sync.push(synced.events_recorded - looped.events_recorded);
-                    }
+    interleaved(ROUNDS, 3, |which, counted| {
+        let t = Instant::now();
+        match which {
+            0 => {
+                let before: DeviceStats = dev.dev.stats();
+                dev.submit()?;
+                let looped = dev.dev.stats();
+                if counted {
+                    submit[0].push(ns(t), STAGES);
                 }
-                2 => {
-                    spin.submit()?;
-                    if round > 0 {
-                        submit[2].push(ns(t), STAGES);
-                    }
-                    spin.dev.sync_all().map_err(e("sync_all"))?;
-                }
-                _ => {
-                    for (k, (buf, ev)) in rbufs.iter().zip(&events).enumerate() {
-                        rfill.launch(
-                            &rs1,
-                            BLOCKS,
-                            &[buf.address, rfill_info.address + 16 * k as u64],
-                        )?;
-                        ev.record(&rs1)?;
-                        rs0.wait(ev)?;
-                        racc_k.launch(
-                            &rs0,
-                            BLOCKS,
-                            &[buf.address, racc.address, racc_info.address],
-                        )?;
-                    }
-                    if round > 0 {
-                        submit[1].push(ns(t), STAGES);
-                    }
-                    rs0.sync()?;
-                    rs1.sync()?;
+                dev.dev.sync_all().map_err(e("sync_all"))?;
+                let synced = dev.dev.stats();
+                if counted {
+                    waits.push(looped.waits - before.waits);
+                    events_in_loop.push(looped.events_recorded - before.events_recorded);
+                    events_in_sync.push(synced.events_recorded - looped.events_recorded);
                 }
             }
-            rounds_run[which] += 1;
-            if round > 0 {
-                s[which].push(ns(t), STAGES);
+            2 => {
+                spin.submit()?;
+                if counted {
+                    submit[2].push(ns(t), STAGES);
+                }
+                spin.dev.sync_all().map_err(e("sync_all"))?;
+            }
+            _ => {
+                for (k, (buf, ev)) in rbufs.iter().zip(&events).enumerate() {
+                    rfill.launch(
+                        &rs1,
+                        BLOCKS,
+                        &[buf.address, rfill_info.address + 16 * k as u64],
+                    )?;
+                    ev.record(&rs1)?;
+                    rs0.wait(ev)?;
+                    racc_k.launch(
+                        &rs0,
+                        BLOCKS,
+                        &[buf.address, racc.address, racc_info.address],
+                    )?;
+                }
+                if counted {
+                    submit[1].push(ns(t), STAGES);
+                }
+                rs0.sync()?;
+                rs1.sync()?;
             }
         }
-    }
+        rounds_run[which] += 1;
+        if counted {
+            s[which].push(ns(t), STAGES);
+        }
+        Ok(())
+    })?;
     dev.finish(rounds_run[0], "Device pipeline")?;
     spin.finish(rounds_run[2], "Device (SpinLock) pipeline")?;
     let per_round = (STAGES * (STAGES + 1) / 2) as u32;

@@ -33,48 +33,46 @@ pub(crate) fn primitives() -> R<()> {
     let std_mutex = <<StdLock as RawLock>::Mutex<u64> as LockFamilyMutex<u64>>::new(0);
     let spin_mutex = <<SpinLock as RawLock>::Mutex<u64> as LockFamilyMutex<u64>>::new(0);
     let mut s: Vec<Samples> = names.iter().map(|_| Samples::default()).collect();
-    for round in 0..=ROUNDS {
-        for slot in 0..names.len() {
-            let which = (round + slot) % names.len();
-            let t = Instant::now();
-            for _ in 0..OPS {
-                match which {
-                    0 => raw::get_device().map(drop)?,
-                    1 => raw::set_device(platform.device_ordinal())?,
-                    2 => {
-                        let ev = RawEvent::new()?;
-                        ev.record(&rs)?;
-                        drop(black_box(ev));
-                    }
-                    3 => reused.record(&rs)?,
-                    4 => rs.wait(&reused)?,
-                    5 => {
-                        black_box(reused.query()?);
-                    }
-                    6 => {
-                        let ev = platform.record(&mut ps).map_err(e("record"))?;
-                        drop(black_box(ev));
-                    }
-                    7 => platform.wait(&mut ps, &passed).map_err(e("wait"))?,
-                    8 => {
-                        black_box(platform.query(&passed).map_err(e("query"))?);
-                    }
-                    9 => {
-                        black_box(
-                            black_box(&counter).fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-                        );
-                    }
-                    10 => *LockFamilyMutex::lock(black_box(&std_mutex)) += 1,
-                    _ => *LockFamilyMutex::lock(black_box(&spin_mutex)) += 1,
+    interleaved(ROUNDS, names.len(), |which, counted| {
+        let t = Instant::now();
+        for _ in 0..OPS {
+            match which {
+                0 => raw::get_device().map(drop)?,
+                1 => raw::set_device(platform.device_ordinal())?,
+                2 => {
+                    let ev = RawEvent::new()?;
+                    ev.record(&rs)?;
+                    drop(black_box(ev));
                 }
+                3 => reused.record(&rs)?,
+                4 => rs.wait(&reused)?,
+                5 => {
+                    black_box(reused.query()?);
+                }
+                6 => {
+                    let ev = platform.record(&mut ps).map_err(e("record"))?;
+                    drop(black_box(ev));
+                }
+                7 => platform.wait(&mut ps, &passed).map_err(e("wait"))?,
+                8 => {
+                    black_box(platform.query(&passed).map_err(e("query"))?);
+                }
+                9 => {
+                    black_box(
+                        black_box(&counter).fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                    );
+                }
+                10 => *LockFamilyMutex::lock(black_box(&std_mutex)) += 1,
+                _ => *LockFamilyMutex::lock(black_box(&spin_mutex)) += 1,
             }
-            if round > 0 {
-                s[which].push(ns(t), OPS);
-            }
-            rs.sync()?;
-            ps.synchronize().map_err(e("synchronize"))?;
         }
-    }
+        if counted {
+            s[which].push(ns(t), OPS);
+        }
+        rs.sync()?;
+        ps.synchronize().map_err(e("synchronize"))?;
+        Ok(())
+    })?;
     println!("\n5. Building blocks, {OPS} calls per round, {ROUNDS} rounds");
     println!("  {:<52} {:>10} {:>10}", "", "median", "fastest");
     for (name, samples) in names.iter().zip(&s) {
