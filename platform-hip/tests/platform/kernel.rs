@@ -1,10 +1,11 @@
 //! Kernels compiled from source, launched with bindings.
 
+use streamcore::platform::PageId;
 use streamcore::platform::{
     Access, Binding, DeviceRange, ErrorKind, HostStorage, KernelSource, LaunchDims, Platform,
     PlatformError, Storage,
 };
-use streamcore_hip::{HipPlatform, Origin};
+use streamcore_hip::{HipDeviceStorage, HipHostStorage, HipKernel, HipPlatform, HipStream, Origin};
 
 use crate::common::{drain, host_page, host_range, platform_or_skip, to_words, words};
 use crate::runner::Outcome;
@@ -26,7 +27,7 @@ extern "C" __global__ void add_u32(const unsigned int* a, const unsigned int* b,
 
 /// Bindings for [`ADD`] over `n` words laid out in one device page:
 /// a at 0, b at `n*4`, out at `2*n*4`, info at `3*n*4`.
-pub fn add_bindings(page: streamcore::platform::PageId, n: u64) -> [Binding; 4] {
+pub fn add_bindings(page: PageId, n: u64) -> [Binding; 4] {
     let bytes = n * 4;
     let range = |offset, len| DeviceRange { page, offset, len };
     [
@@ -53,26 +54,48 @@ pub fn add_dims(n: u64) -> LaunchDims {
     LaunchDims::linear(n.div_ceil(256) as u32, 256)
 }
 
-pub fn kernel_from_source_adds_two_buffers() -> Outcome {
-    let platform = platform_or_skip()?;
-    let n: u64 = (1 << 20) + 3; // not a multiple of the block size
-    let bytes = n * 4;
-    let kernel = platform.load_kernel(&ADD).unwrap();
-    let mut host = platform.host_storage().unwrap();
-    let mut device = platform.device_storage().unwrap();
-    let mut stream = platform.create_stream().unwrap();
-    let page = device.alloc(3 * bytes + 256).unwrap();
+/// What an [`ADD`] test starts from, beside the platform: the kernel
+/// loaded, pinned host and device storages, a stream, and one device page
+/// with room for `n` words each of a, b and out and the info word (laid out
+/// as [`add_bindings`] says).
+pub struct AddRig {
+    pub kernel: HipKernel,
+    pub host: HipHostStorage,
+    pub device: HipDeviceStorage,
+    pub stream: HipStream,
+    pub page: PageId,
+}
 
-    let mut input = words(n as usize, |i| i);
-    input.extend(words(n as usize, |i| 3 * i + 7));
-    input.extend(words(n as usize, |_| 0xdead_beef));
-    input.extend((n as u32).to_le_bytes());
-    let src = host_page(&mut host, &input);
-    let out = host_page(&mut host, &vec![0u8; bytes as usize]);
+impl AddRig {
+    pub fn new(platform: &HipPlatform, n: u64) -> Self {
+        let kernel = platform.load_kernel(&ADD).unwrap();
+        let host = platform.host_storage().unwrap();
+        let mut device = platform.device_storage().unwrap();
+        let stream = platform.create_stream().unwrap();
+        let page = device.alloc(3 * n * 4 + 256).unwrap();
+        Self {
+            kernel,
+            host,
+            device,
+            stream,
+            page,
+        }
+    }
+}
 
+/// Stages `input` in a pinned page and queues its copy to the start of the
+/// device `page` on `stream`.
+pub fn upload(
+    platform: &HipPlatform,
+    stream: &mut HipStream,
+    host: &mut HipHostStorage,
+    page: PageId,
+    input: &[u8],
+) {
+    let src = host_page(host, input);
     platform
         .copy_to_device(
-            &mut stream,
+            stream,
             host_range(src, 0, input.len() as u64),
             DeviceRange {
                 page,
@@ -81,6 +104,26 @@ pub fn kernel_from_source_adds_two_buffers() -> Outcome {
             },
         )
         .unwrap();
+}
+
+pub fn kernel_from_source_adds_two_buffers() -> Outcome {
+    let platform = platform_or_skip()?;
+    let n: u64 = (1 << 20) + 3; // not a multiple of the block size
+    let bytes = n * 4;
+    let AddRig {
+        kernel,
+        mut host,
+        device: _device,
+        mut stream,
+        page,
+    } = AddRig::new(&platform, n);
+
+    let mut input = words(n as usize, |i| i);
+    input.extend(words(n as usize, |i| 3 * i + 7));
+    input.extend(words(n as usize, |_| 0xdead_beef));
+    input.extend((n as u32).to_le_bytes());
+    let out = host_page(&mut host, &vec![0u8; bytes as usize]);
+    upload(&platform, &mut stream, &mut host, page, &input);
     let bindings = add_bindings(page, n);
     platform
         .launch(&mut stream, &kernel, add_dims(n), &bindings)
@@ -169,27 +212,18 @@ pub fn an_oversized_block_is_a_recoverable_launch_failure() -> Outcome {
     let platform = platform_or_skip()?;
     let n: u64 = 4096;
     let bytes = n * 4;
-    let kernel = platform.load_kernel(&ADD).unwrap();
-    let mut host = platform.host_storage().unwrap();
-    let mut device = platform.device_storage().unwrap();
-    let mut stream = platform.create_stream().unwrap();
-    let page = device.alloc(3 * bytes + 256).unwrap();
+    let AddRig {
+        kernel,
+        mut host,
+        device: _device,
+        mut stream,
+        page,
+    } = AddRig::new(&platform, n);
     let mut input = words(n as usize, |i| i);
     input.extend(words(n as usize, |i| 2 * i));
     input.extend(words(n as usize, |_| 0));
     input.extend((n as u32).to_le_bytes());
-    let src = host_page(&mut host, &input);
-    platform
-        .copy_to_device(
-            &mut stream,
-            host_range(src, 0, input.len() as u64),
-            DeviceRange {
-                page,
-                offset: 0,
-                len: input.len() as u64,
-            },
-        )
-        .unwrap();
+    upload(&platform, &mut stream, &mut host, page, &input);
     let bindings = add_bindings(page, n);
     let oversized = LaunchDims {
         grid: [2, 1, 1],

@@ -3,6 +3,8 @@
 use streamcore::platform::HostStorage;
 use streamcore::platform::{DeviceRange, Platform, Storage};
 
+use streamcore_hip::{HipDeviceStorage, HipHostStorage, HipPlatform, HipStream};
+
 use crate::common::{drain, host_page, host_range, platform_or_skip, visible, words};
 use crate::runner::Outcome;
 
@@ -94,23 +96,51 @@ pub fn round_trip_through_device_with_offsets() -> Outcome {
     Ok(())
 }
 
+/// The set-up of the cross-stream tests: pinned host storage, a producer
+/// and a consumer stream, and one device page of `len` bytes (`whole`).
+struct Pair {
+    host: HipHostStorage,
+    device: HipDeviceStorage,
+    producer: HipStream,
+    consumer: HipStream,
+    whole: DeviceRange,
+}
+
+impl Pair {
+    fn new(platform: &HipPlatform, len: usize) -> Self {
+        let host = platform.host_storage().unwrap();
+        let mut device = platform.device_storage().unwrap();
+        let producer = platform.create_stream().unwrap();
+        let consumer = platform.create_stream().unwrap();
+        let page = device.alloc(len as u64).unwrap();
+        Self {
+            host,
+            device,
+            producer,
+            consumer,
+            whole: DeviceRange {
+                page,
+                offset: 0,
+                len: len as u64,
+            },
+        }
+    }
+}
+
 pub fn wait_orders_work_across_streams() -> Outcome {
     let platform = platform_or_skip()?;
     let len: usize = 64 << 20;
-    let mut host = platform.host_storage().unwrap();
-    let mut device = platform.device_storage().unwrap();
-    let mut producer = platform.create_stream().unwrap();
-    let mut consumer = platform.create_stream().unwrap();
+    let Pair {
+        mut host,
+        device: _device,
+        mut producer,
+        mut consumer,
+        whole,
+    } = Pair::new(&platform, len);
 
     let input = words(len / 4, |i| i ^ 0x5a5a_5a5a);
     let src = host_page(&mut host, &input);
     let out = host_page(&mut host, &vec![0u8; len]);
-    let page = device.alloc(len as u64).unwrap();
-    let whole = DeviceRange {
-        page,
-        offset: 0,
-        len: len as u64,
-    };
 
     platform
         .copy_to_device(&mut producer, host_range(src, 0, len as u64), whole)
@@ -142,19 +172,16 @@ pub fn a_wait_keeps_its_record_when_the_event_is_reused() -> Outcome {
     // it saw, not the new one.
     let platform = platform_or_skip()?;
     let len: usize = 64 << 20;
-    let mut host = platform.host_storage().unwrap();
-    let mut device = platform.device_storage().unwrap();
-    let mut producer = platform.create_stream().unwrap();
-    let mut consumer = platform.create_stream().unwrap();
+    let Pair {
+        mut host,
+        device: _device,
+        mut producer,
+        mut consumer,
+        whole,
+    } = Pair::new(&platform, len);
     let mut idle = platform.create_stream().unwrap();
     let src = host_page(&mut host, &vec![0u8; len]);
     let out = host_page(&mut host, &vec![0u8; len]);
-    let page = device.alloc(len as u64).unwrap();
-    let whole = DeviceRange {
-        page,
-        offset: 0,
-        len: len as u64,
-    };
     for round in 1..=3u32 {
         // Different bytes each round, so a stale read shows.
         let input = words(len / 4, |i| i.wrapping_mul(0x9e37_79b9) ^ round);
