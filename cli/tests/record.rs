@@ -117,6 +117,28 @@ fn convert(python: &str, args: &[&Path], extra: &[&str]) -> Output {
         .expect("run the converter")
 }
 
+/// Runs the Python one-liner `script` with `args` (it writes a file the
+/// test needs); fails the test when it fails.
+fn run_python(python: &str, script: &str, args: &[&Path]) {
+    let made = Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("run python");
+    assert!(made.status.success(), "{}", text(&made.stderr));
+}
+
+/// Pickles the JSON snapshot `json` into `pickle`, as `_dump_snapshot`
+/// writes one.
+fn pickle_json(python: &str, json: &Path, pickle: &Path) {
+    run_python(
+        python,
+        "import json, pickle, sys; pickle.dump(json.load(open(sys.argv[1])), open(sys.argv[2], 'wb'))",
+        &[json, pickle],
+    );
+}
+
 fn replay_json(trace: &Path) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
         .arg("replay")
@@ -142,16 +164,7 @@ fn the_converter_turns_a_snapshot_into_a_trace_that_replays() {
     std::fs::write(&json_snapshot, SNAPSHOT).unwrap();
     // The pickle, as `_dump_snapshot` writes it.
     let pickled = dir.join("snap.pickle");
-    let made = Command::new(py)
-        .args([
-            "-c",
-            "import json, pickle, sys; pickle.dump(json.load(open(sys.argv[1])), open(sys.argv[2], 'wb'))",
-        ])
-        .arg(&json_snapshot)
-        .arg(&pickled)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", text(&made.stderr));
+    pickle_json(py, &json_snapshot, &pickled);
 
     let trace = dir.join("snap.jsonl.gz");
     let out = convert(py, &[&pickled, &trace], &[]);
@@ -207,15 +220,11 @@ fn the_converter_refuses_what_is_not_a_snapshot() {
     let dir = scratch("refuse");
     // A pickle that would build an object: never loaded.
     let evil = dir.join("evil.pickle");
-    let made = Command::new(py)
-        .args([
-            "-c",
-            "import collections, pickle, sys; pickle.dump(collections.OrderedDict(a=1), open(sys.argv[1], 'wb'))",
-        ])
-        .arg(&evil)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
+    run_python(
+        py,
+        "import collections, pickle, sys; pickle.dump(collections.OrderedDict(a=1), open(sys.argv[1], 'wb'))",
+        &[&evil],
+    );
     let out = convert(py, &[&evil, &dir.join("t.jsonl")], &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("refusing to load collections.OrderedDict"));
@@ -232,15 +241,11 @@ fn the_converter_refuses_what_is_not_a_snapshot() {
     let json = dir.join("other.json");
     std::fs::write(&json, r#"{"a": 1}"#).unwrap();
     let cut = dir.join("cut.pickle");
-    let made = Command::new(py)
-        .args([
-            "-c",
-            "import pickle, sys; d = pickle.dumps({'device_traces': [[]]}); open(sys.argv[1], 'wb').write(d[: len(d) // 2])",
-        ])
-        .arg(&cut)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
+    run_python(
+        py,
+        "import pickle, sys; d = pickle.dumps({'device_traces': [[]]}); open(sys.argv[1], 'wb').write(d[: len(d) // 2])",
+        &[&cut],
+    );
     for bad in [&txt, &json, &cut] {
         let out = convert(py, &[bad, &dir.join("t.jsonl")], &[]);
         let err = text(&out.stderr);
@@ -269,16 +274,7 @@ fn a_real_pytorch_snapshot_gives_pytorchs_own_peaks() {
     let dir = scratch("real");
     let snapshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/torch_snapshot.json");
     let pickled = dir.join("real.pickle");
-    let made = Command::new(py)
-        .args([
-            "-c",
-            "import json, pickle, sys; pickle.dump(json.load(open(sys.argv[1])), open(sys.argv[2], 'wb'))",
-        ])
-        .arg(&snapshot)
-        .arg(&pickled)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", text(&made.stderr));
+    pickle_json(py, &snapshot, &pickled);
     let trace = dir.join("real.jsonl.gz");
     let out = convert(py, &[&pickled, &trace], &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
