@@ -50,6 +50,7 @@ pub fn add_bindings(page: PageId, n: u64) -> [Binding; 4] {
     ]
 }
 
+/// Launch geometry for [`ADD`] over `n` words.
 pub fn add_dims(n: u64) -> LaunchDims {
     LaunchDims::linear(n.div_ceil(256) as u32, 256)
 }
@@ -59,14 +60,20 @@ pub fn add_dims(n: u64) -> LaunchDims {
 /// with room for `n` words each of a, b and out and the info word (laid out
 /// as [`add_bindings`] says).
 pub struct AddRig {
+    /// [`ADD`], loaded.
     pub kernel: HipKernel,
+    /// Pinned host pages for staging.
     pub host: HipHostStorage,
+    /// The storage `page` lives in (dropping it frees the page).
     pub device: HipDeviceStorage,
+    /// The stream the test queues its work on.
     pub stream: HipStream,
+    /// The device page of a, b, out and the info word.
     pub page: PageId,
 }
 
 impl AddRig {
+    /// Loads [`ADD`] on `platform` and allocates the page for `n` words.
     pub fn new(platform: &HipPlatform, n: u64) -> Self {
         let kernel = platform.load_kernel(&ADD).unwrap();
         let host = platform.host_storage().unwrap();
