@@ -88,61 +88,53 @@ impl AddRig {
             page,
         }
     }
-}
 
-/// Stages `input` in a pinned page and queues its copy to the start of the
-/// device `page` on `stream`.
-pub fn upload(
-    platform: &HipPlatform,
-    stream: &mut HipStream,
-    host: &mut HipHostStorage,
-    page: PageId,
-    input: &[u8],
-) {
-    let src = host_page(host, input);
-    platform
-        .copy_to_device(
-            stream,
-            host_range(src, 0, input.len() as u64),
-            DeviceRange {
-                page,
-                offset: 0,
-                len: input.len() as u64,
-            },
-        )
-        .unwrap();
+    /// Stages `input` (a, b and the info word) in a pinned page and queues
+    /// its copy to the start of the device page.
+    pub fn upload(&mut self, platform: &HipPlatform, input: &[u8]) {
+        let src = host_page(&mut self.host, input);
+        let len = input.len() as u64;
+        let dst = DeviceRange {
+            page: self.page,
+            offset: 0,
+            len,
+        };
+        platform
+            .copy_to_device(&mut self.stream, host_range(src, 0, len), dst)
+            .unwrap();
+    }
+
+    /// Copies out (`n` words) back to a fresh pinned page, waits for the
+    /// stream, and returns the words.
+    pub fn read_out(&mut self, platform: &HipPlatform, n: u64) -> Vec<u32> {
+        let bytes = n * 4;
+        let out = host_page(&mut self.host, &vec![0u8; bytes as usize]);
+        let range = add_bindings(self.page, n)[2].range;
+        platform
+            .copy_to_host(&mut self.stream, range, host_range(out, 0, bytes))
+            .unwrap();
+        drain(platform, &mut self.stream);
+        let mut back = vec![0u8; bytes as usize];
+        self.host.read(out, 0, &mut back).unwrap();
+        to_words(&back)
+    }
 }
 
 pub fn kernel_from_source_adds_two_buffers() -> Outcome {
     let platform = platform_or_skip()?;
     let n: u64 = (1 << 20) + 3; // not a multiple of the block size
-    let bytes = n * 4;
-    let AddRig {
-        kernel,
-        mut host,
-        device: _device,
-        mut stream,
-        page,
-    } = AddRig::new(&platform, n);
+    let mut rig = AddRig::new(&platform, n);
 
     let mut input = words(n as usize, |i| i);
     input.extend(words(n as usize, |i| 3 * i + 7));
     input.extend(words(n as usize, |_| 0xdead_beef));
     input.extend((n as u32).to_le_bytes());
-    let out = host_page(&mut host, &vec![0u8; bytes as usize]);
-    upload(&platform, &mut stream, &mut host, page, &input);
-    let bindings = add_bindings(page, n);
+    rig.upload(&platform, &input);
+    let bindings = add_bindings(rig.page, n);
     platform
-        .launch(&mut stream, &kernel, add_dims(n), &bindings)
+        .launch(&mut rig.stream, &rig.kernel, add_dims(n), &bindings)
         .unwrap();
-    platform
-        .copy_to_host(&mut stream, bindings[2].range, host_range(out, 0, bytes))
-        .unwrap();
-    drain(&platform, &mut stream);
-
-    let mut back = vec![0u8; bytes as usize];
-    host.read(out, 0, &mut back).unwrap();
-    let sums = to_words(&back);
+    let sums = rig.read_out(&platform, n);
     for (i, &s) in sums.iter().enumerate() {
         assert_eq!(s, 4 * i as u32 + 7, "word {i}");
     }
@@ -218,43 +210,29 @@ pub fn an_oversized_block_is_a_recoverable_launch_failure() -> Outcome {
     // working — the real kernel failure the scenario suite uses.
     let platform = platform_or_skip()?;
     let n: u64 = 4096;
-    let bytes = n * 4;
-    let AddRig {
-        kernel,
-        mut host,
-        device: _device,
-        mut stream,
-        page,
-    } = AddRig::new(&platform, n);
+    let mut rig = AddRig::new(&platform, n);
     let mut input = words(n as usize, |i| i);
     input.extend(words(n as usize, |i| 2 * i));
     input.extend(words(n as usize, |_| 0));
     input.extend((n as u32).to_le_bytes());
-    upload(&platform, &mut stream, &mut host, page, &input);
-    let bindings = add_bindings(page, n);
+    rig.upload(&platform, &input);
+    let bindings = add_bindings(rig.page, n);
     let oversized = LaunchDims {
         grid: [2, 1, 1],
         block: [2048, 1, 1],
         shared_mem_bytes: 0,
     };
     let err = platform
-        .launch(&mut stream, &kernel, oversized, &bindings)
+        .launch(&mut rig.stream, &rig.kernel, oversized, &bindings)
         .unwrap_err();
     assert_eq!(err.call(), "hipModuleLaunchKernel", "{err}");
     assert_eq!(err.origin(), Origin::Hip, "{err}");
     assert_eq!(err.name(), "hipErrorInvalidConfiguration", "{err}");
     // Not sticky: the same kernel runs, and the stream works on.
     platform
-        .launch(&mut stream, &kernel, add_dims(n), &bindings)
+        .launch(&mut rig.stream, &rig.kernel, add_dims(n), &bindings)
         .unwrap();
-    let out = host_page(&mut host, &vec![0u8; bytes as usize]);
-    platform
-        .copy_to_host(&mut stream, bindings[2].range, host_range(out, 0, bytes))
-        .unwrap();
-    drain(&platform, &mut stream);
-    let mut back = vec![0u8; bytes as usize];
-    host.read(out, 0, &mut back).unwrap();
-    let sums = to_words(&back);
+    let sums = rig.read_out(&platform, n);
     assert!(sums.iter().enumerate().all(|(i, &s)| s == 3 * i as u32));
     Ok(())
 }
