@@ -1,22 +1,16 @@
 //! `streamcore record` (the guide, the script) and the converter script
 //! end to end: a PyTorch-shaped snapshot → a trace → `streamcore replay`.
 
+use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use streamcore_mock::replay::json::{self, Value};
 
-fn streamcore(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_streamcore"))
-        .args(args)
-        .output()
-        .expect("run streamcore")
-}
+mod common;
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{scratch, streamcore, text, u};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/torch_snapshot_to_trace.py")
@@ -24,7 +18,7 @@ fn script() -> PathBuf {
 
 #[test]
 fn record_help_says_how_to_record_from_pytorch() {
-    let out = streamcore(&["record", "--help"]);
+    let out = streamcore(["record", "--help"]);
     assert!(out.status.success());
     let help = text(&out.stdout);
     for needle in [
@@ -43,14 +37,14 @@ fn record_help_says_how_to_record_from_pytorch() {
         assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
     }
     // Plain `streamcore record` prints the same guide.
-    let plain = streamcore(&["record"]);
+    let plain = streamcore(["record"]);
     assert!(plain.status.success());
     assert!(text(&plain.stdout).contains("torch.cuda.memory._snapshot()"));
 }
 
 #[test]
 fn record_script_prints_the_committed_converter() {
-    let out = streamcore(&["record", "--script"]);
+    let out = streamcore(["record", "--script"]);
     assert!(out.status.success());
     let committed = std::fs::read_to_string(script()).unwrap();
     assert_eq!(text(&out.stdout), committed);
@@ -101,13 +95,6 @@ const SNAPSHOT: &str = r#"{
 
 const MIB: u64 = 1 << 20;
 
-fn scratch(test: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("record-{test}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn convert(python: &str, args: &[&Path], extra: &[&str]) -> Output {
     Command::new(python)
         .arg(script())
@@ -140,20 +127,13 @@ fn pickle_json(python: &str, json: &Path, pickle: &Path) {
 }
 
 fn replay_json(trace: &Path) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
-        .arg("replay")
-        .arg("--json")
-        .arg(trace)
-        .output()
-        .unwrap();
+    let out = streamcore([
+        OsStr::new("replay"),
+        OsStr::new("--json"),
+        trace.as_os_str(),
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     json::parse(text(&out.stdout).trim()).unwrap()
-}
-
-fn u(v: &Value, key: &str) -> u64 {
-    v.get(key)
-        .and_then(Value::as_u64)
-        .unwrap_or_else(|| panic!("no {key:?} in {v:?}"))
 }
 
 #[test]

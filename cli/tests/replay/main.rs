@@ -12,33 +12,15 @@ mod svg;
 mod tables;
 mod usage;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Output;
 
 use streamcore_mock::replay::json::{self, Value};
 
-fn traces() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces")
-}
+#[path = "../common/mod.rs"]
+mod common;
 
-fn trace(name: &str) -> PathBuf {
-    traces().join(format!("{name}.jsonl.gz"))
-}
-
-/// A fresh scratch folder for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("replay-{test}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    dir
-}
-
-fn streamcore(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_streamcore"))
-        .args(args)
-        .output()
-        .expect("run streamcore")
-}
+use common::{scratch, streamcore, text, trace, u};
 
 fn replay(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     let mut all: Vec<&std::ffi::OsStr> = vec!["replay".as_ref()];
@@ -46,21 +28,11 @@ fn replay(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     streamcore(&all)
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 fn json_lines(out: &Output) -> Vec<Value> {
     text(&out.stdout)
         .lines()
         .map(|l| json::parse(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
-}
-
-fn u(v: &Value, key: &str) -> u64 {
-    v.get(key)
-        .and_then(Value::as_u64)
-        .unwrap_or_else(|| panic!("no integer {key:?} in {v:?}"))
 }
 
 fn f(v: &Value, key: &str) -> f64 {

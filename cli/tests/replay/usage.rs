@@ -38,6 +38,9 @@ fn help_documents_the_layout_file_and_the_outputs() {
 #[cfg(feature = "hip")]
 #[test]
 fn hip_without_a_runtime_says_so_in_one_line() {
+    use std::path::Path;
+    use std::process::Command;
+
     let empty = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-rocm-replay");
     std::fs::create_dir_all(empty.join("lib")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
