@@ -110,24 +110,7 @@ fn the_story_is_the_same_under_every_seed() {
 #[cfg(feature = "hip")]
 #[test]
 fn hip_without_a_runtime_says_so_in_one_line() {
-    // An empty folder as the only place to look for the runtime.
-    let empty = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-rocm");
-    std::fs::create_dir_all(empty.join("lib")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
-        .args(["demo", "--platform", "hip"])
-        .env("ROCM_PATH", &empty)
-        .env("HIP_PATH", &empty)
-        .env_remove("LD_LIBRARY_PATH")
-        .output()
-        .expect("run streamcore");
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(
-        err.starts_with("streamcore: --platform hip: no HIP runtime found"),
-        "{err}"
-    );
-    assert!(out.stdout.is_empty(), "nothing on stdout");
+    common::assert_no_hip_runtime(["demo", "--platform", "hip"]);
 }
 
 #[test]

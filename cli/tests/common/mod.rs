@@ -45,3 +45,27 @@ pub fn u(v: &Value, key: &str) -> u64 {
         .and_then(Value::as_u64)
         .unwrap_or_else(|| panic!("no integer {key:?} in {v:?}"))
 }
+
+/// Runs `streamcore` with `args` (a `--platform hip` command) where the only
+/// place to look for the HIP runtime is an empty folder: it must say so in
+/// one line on stderr, with exit status 1 and nothing on stdout.
+#[cfg(feature = "hip")]
+pub fn assert_no_hip_runtime<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>) {
+    let empty = scratch("no-rocm");
+    std::fs::create_dir_all(empty.join("lib")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
+        .args(args)
+        .env("ROCM_PATH", &empty)
+        .env("HIP_PATH", &empty)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .expect("run streamcore");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.starts_with("streamcore: --platform hip: no HIP runtime found"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+}

@@ -38,27 +38,13 @@ fn help_documents_the_layout_file_and_the_outputs() {
 #[cfg(feature = "hip")]
 #[test]
 fn hip_without_a_runtime_says_so_in_one_line() {
-    use std::path::Path;
-    use std::process::Command;
-
-    let empty = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-rocm-replay");
-    std::fs::create_dir_all(empty.join("lib")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
-        .args(["replay", "--platform", "hip"])
-        .arg(trace("two_stream_pipeline"))
-        .env("ROCM_PATH", &empty)
-        .env("HIP_PATH", &empty)
-        .env_remove("LD_LIBRARY_PATH")
-        .output()
-        .expect("run streamcore");
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(
-        err.starts_with("streamcore: --platform hip: no HIP runtime found"),
-        "{err}"
-    );
-    assert!(out.stdout.is_empty());
+    let trace = trace("two_stream_pipeline");
+    common::assert_no_hip_runtime([
+        "replay".as_ref(),
+        "--platform".as_ref(),
+        "hip".as_ref(),
+        trace.as_os_str(),
+    ]);
 }
 
 #[cfg(not(feature = "hip"))]
