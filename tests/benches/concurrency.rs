@@ -140,14 +140,7 @@ where
         while rig.p.syncs() == 0 {
             thread::yield_now();
         }
-        let timer = {
-            let stop = Arc::clone(&stop);
-            let secs = s.secs;
-            thread::spawn(move || {
-                thread::sleep(Duration::from_secs_f64(secs));
-                stop.store(true, Ordering::Relaxed);
-            })
-        };
+        let timer = stop_after(s.secs, &stop);
         let (n, mut lat) = rig.launch_until(StreamId(1), &stop, true);
         timer.join().unwrap();
         syncer.join().unwrap();
@@ -202,6 +195,15 @@ fn ceiling(s: &Setup) -> (f64, f64) {
     })
 }
 
+/// A thread that raises `stop` after `secs` seconds.
+fn stop_after(secs: f64, stop: &Arc<AtomicBool>) -> thread::JoinHandle<()> {
+    let stop = Arc::clone(stop);
+    thread::spawn(move || {
+        thread::sleep(Duration::from_secs_f64(secs));
+        stop.store(true, Ordering::Relaxed);
+    })
+}
+
 /// Runs `threads` workers (`spawn(index, stop)`) for the setup's seconds,
 /// then stops them. Returns their summed count per second.
 fn rate(
@@ -234,14 +236,7 @@ where
     let worst = (0..s.trials).map(|_| {
         let rig = Rig::<L>::new(s);
         let stop = Arc::new(AtomicBool::new(false));
-        let timer = {
-            let stop = Arc::clone(&stop);
-            let secs = s.secs;
-            thread::spawn(move || {
-                thread::sleep(Duration::from_secs_f64(secs));
-                stop.store(true, Ordering::Relaxed);
-            })
-        };
+        let timer = stop_after(s.secs, &stop);
         let (_, lat) = rig.launch_until(StreamId(1), &stop, true);
         timer.join().unwrap();
         lat.into_iter().max().unwrap_or_default().as_secs_f64()
