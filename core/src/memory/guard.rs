@@ -110,11 +110,14 @@ impl<S: Storage> MemoryManager<S> {
             let ch = *self.seg().chunks.chunk(c);
             let covered = hi.min(ch.start + ch.len) - lo.max(ch.start);
             let bytes = self.seg().chunks.bytes(&ch);
-            if ch.users != 0 || covered == ch.len || !self.affords(bytes) {
+            let exempt = self.exempt(map);
+            if ch.users != 0 || covered == ch.len || !(exempt || self.affords(bytes)) {
                 continue;
             }
             if ch.fence <= self.books.completed || self.wait_for(ch.fence, progress) {
-                self.charge(bytes);
+                if !exempt {
+                    self.charge(bytes);
+                }
                 self.decommit_one(c)?;
             }
         }

@@ -281,7 +281,7 @@ impl<S: Storage> MemoryManager<S> {
         let seg = self.seg();
         let map = seg.reservations[c.reservation].map;
         let (lo, hi) = seg.chunks.span(c.offset, bytes);
-        if self.guarding() {
+        if self.guarding() || self.exempt(map) {
             self.shed_partial(map, lo, hi, progress)?;
         }
         let seg = self.seg_mut();
