@@ -91,7 +91,9 @@ impl<S: Storage> MemoryManager<S> {
     /// Idle chunks at the ends of granules `[lo, hi)` of reservation map
     /// `map` that a page there would use only in part are decommitted
     /// rather than woken: their rest would be stranded while the page
-    /// lives. A chunk whose fence the stream has not passed goes only if
+    /// lives. Charged to the churn budget, and made only if it covers
+    /// them, unless the map is a large page's own reservation (always
+    /// shed: a smaller page must not strand a larger one's chunk). A chunk whose fence the stream has not passed goes only if
     /// `progress` waits for it.
     pub(super) fn shed_partial(
         &mut self,
