@@ -46,6 +46,9 @@ impl<S: Storage> MemoryManager<S> {
         if self.capture.is_recording() {
             return Err(MemoryError::AllocationInCapture { bytes });
         }
+        if self.segment.is_some() {
+            self.check_carvable(bytes, rounded)?;
+        }
         self.release_recent();
         if !self.capture.is_open() {
             self.make_room(pool, bytes)?;

@@ -95,8 +95,9 @@ impl Segment {
     }
 
     /// Bytes one reservation spans by default: the storage's largest, at
-    /// most what a chunk map addresses, in whole granules.
-    fn reservation_size(&self) -> u64 {
+    /// most what a chunk map addresses, in whole granules. No page larger
+    /// than this is ever carved: its granules could not all be committed.
+    pub(super) fn reservation_size(&self) -> u64 {
         let g = self.chunks.granule();
         self.terms
             .max_reservation
@@ -217,8 +218,23 @@ impl<S: Storage> MemoryManager<S> {
         Some(seg.engines[lane].carve(f.block, bytes).block)
     }
 
+    /// Refuses a page of `bytes` that no reservation can hold (so every
+    /// granule a carved page spans can be committed and counted), before
+    /// anything is released or asked of the storage.
+    pub(super) fn check_carvable(&self, bytes: u64, rounded: u64) -> Res<(), S> {
+        let max = self.seg().reservation_size();
+        if bytes > max {
+            return Err(self.oom(
+                rounded,
+                OomCause::LargerThanReservation { page: bytes, max },
+            ));
+        }
+        Ok(())
+    }
+
     /// A new reservation large enough for a page of `bytes`.
     fn add_reservation(&mut self, bytes: u64, rounded: u64, lane: usize) -> Res<(), S> {
+        self.check_carvable(bytes, rounded)?;
         let g = self.seg().chunks.granule();
         let Some(need) = round_up(bytes, g) else {
             return Err(MemoryError::InvalidSize { size: rounded });
@@ -228,7 +244,7 @@ impl<S: Storage> MemoryManager<S> {
         let size = if lane == 1 {
             need
         } else {
-            self.seg().reservation_size().max(need)
+            self.seg().reservation_size()
         };
         let id = match self.storage.reserve(size) {
             Ok(id) => id,

@@ -23,6 +23,9 @@ fn vm_error(op: &str, e: VmError, bytes: u64) -> MockError {
         VmError::Overlap => MockError::invalid(std::format!(
             "{op}: the range overlaps a committed chunk, or is not exactly one"
         )),
+        VmError::TooLarge => MockError::invalid(std::format!(
+            "{op}: {bytes} bytes, more than the largest reservation"
+        )),
     }
 }
 use super::command::Touch;
