@@ -78,6 +78,7 @@
 mod chunks;
 mod decommit;
 mod error;
+mod free;
 mod grow;
 mod guard;
 mod handle;
@@ -89,6 +90,7 @@ mod priming;
 mod progress;
 mod release;
 mod report;
+mod reserve;
 mod rounding;
 mod segment;
 mod size_index;
