@@ -38,8 +38,28 @@ impl PlatformError for Never {
     }
 }
 
-/// Hands out ids; holds nothing.
-struct Ids(u64);
+/// Hands out ids, and (`resizable`) resizable pages of 2 MiB granules;
+/// holds nothing.
+struct Ids {
+    next: u64,
+    resizable: bool,
+}
+
+impl Ids {
+    const fn plain() -> Self {
+        Self {
+            next: 0,
+            resizable: false,
+        }
+    }
+
+    const fn resizable() -> Self {
+        Self {
+            next: 0,
+            resizable: true,
+        }
+    }
+}
 
 impl Storage for Ids {
     type Error = Never;
@@ -47,26 +67,8 @@ impl Storage for Ids {
         256
     }
     fn alloc(&mut self, _size: u64) -> Result<PageId, Never> {
-        self.0 += 1;
-        Ok(PageId(self.0))
-    }
-    fn dealloc(&mut self, _page: PageId) {}
-    fn flush(&mut self) -> Result<(), Never> {
-        Ok(())
-    }
-}
-
-/// Hands out ids and resizable pages (2 MiB granules); holds nothing.
-struct Ranges(u64);
-
-impl Storage for Ranges {
-    type Error = Never;
-    fn alignment(&self) -> u64 {
-        256
-    }
-    fn alloc(&mut self, _size: u64) -> Result<PageId, Never> {
-        self.0 += 1;
-        Ok(PageId(self.0))
+        self.next += 1;
+        Ok(PageId(self.next))
     }
     fn dealloc(&mut self, _page: PageId) {}
     fn flush(&mut self) -> Result<(), Never> {
@@ -74,12 +76,10 @@ impl Storage for Ranges {
     }
     fn terms(&self) -> StorageTerms {
         let mut t = StorageTerms::plain(256);
-        t.resizable = Some(ResizableTerms::new(2 * MIB, 1 << 40));
+        if self.resizable {
+            t.resizable = Some(ResizableTerms::new(2 * MIB, 1 << 40));
+        }
         t
-    }
-    fn reserve(&mut self, _size: u64) -> Result<PageId, Never> {
-        self.0 += 1;
-        Ok(PageId(self.0))
     }
 }
 
@@ -102,7 +102,7 @@ fn layout() -> MemoryLayout {
 fn warm_pairs(c: &mut Criterion) {
     let mut g = c.benchmark_group("memory/pair");
     for (name, size) in [("small", 200), ("sliced", 40 * KIB), ("exclusive", 8 * MIB)] {
-        let mut m = MemoryManager::new(Ids(0), layout());
+        let mut m = MemoryManager::new(Ids::plain(), layout());
         // Keep a few neighbours live so the page is not trivially empty.
         let keep: Vec<SliceHandle> = (0..8).map(|_| m.reserve(size).unwrap().0).collect();
         g.bench_function(name, |b| {
@@ -130,7 +130,7 @@ fn warm_pairs(c: &mut Criterion) {
         MIB + 512,
         64 * MIB,
     ];
-    let mut m = MemoryManager::new(Ids(0), layout());
+    let mut m = MemoryManager::new(Ids::plain(), layout());
     let mut live = [None; 12];
     g.bench_function("launch_loop_12_buffers", |b| {
         b.iter(|| {
@@ -150,7 +150,7 @@ fn warm_pairs(c: &mut Criterion) {
 fn carved_pairs(c: &mut Criterion) {
     let mut g = c.benchmark_group("memory/pair_carved");
     for (name, size) in [("small", 200), ("sliced", 40 * KIB), ("exclusive", 8 * MIB)] {
-        let mut m = MemoryManager::new(Ranges(0), layout());
+        let mut m = MemoryManager::new(Ids::resizable(), layout());
         let keep: Vec<SliceHandle> = (0..8).map(|_| m.reserve(size).unwrap().0).collect();
         g.bench_function(name, |b| {
             b.iter(|| {
@@ -194,7 +194,7 @@ impl NaivePool {
 fn fragmented(c: &mut Criterion) {
     let mut g = c.benchmark_group("memory/fragmented_pair");
     for pages in [16usize, 1024] {
-        let mut m = MemoryManager::new(Ids(0), layout());
+        let mut m = MemoryManager::new(Ids::plain(), layout());
         let mut keep = Vec::new();
         let mut holes = Vec::new();
         for _ in 0..pages {

@@ -427,8 +427,8 @@ impl<S: Storage> MemoryManager<S> {
         Ok(())
     }
 
-    /// One storage commit; on exhaustion (outside a capture window) every
-    /// idle page and chunk is given back and the commit retried once.
+    /// One storage commit, retried once after giving idle memory back on
+    /// exhaustion (see [`storage_call`](Self::storage_call)).
     fn commit_call(
         &mut self,
         id: PageId,
@@ -437,35 +437,7 @@ impl<S: Storage> MemoryManager<S> {
         rounded: u64,
         progress: &mut dyn Progress,
     ) -> Res<(), S> {
-        let first = match self.storage.commit(id, offset, bytes) {
-            Ok(()) => return Ok(()),
-            Err(e) => e,
-        };
-        if first.kind() != ErrorKind::OutOfMemory {
-            return Err(MemoryError::Storage {
-                op: "commit",
-                source: first,
-            });
-        }
-        if self.capture.is_open() {
-            return Err(self.oom(rounded, OomCause::Storage(first)));
-        }
-        // Idle memory still waiting for the stream is worth a wait here.
-        if let Some(cursor) = self.awaiting() {
-            self.wait_for(cursor, progress);
-        }
-        self.release_idle(true)?;
-        self.flush()?;
-        match self.storage.commit(id, offset, bytes) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::OutOfMemory => {
-                Err(self.oom(rounded, OomCause::Storage(e)))
-            }
-            Err(source) => Err(MemoryError::Storage {
-                op: "commit",
-                source,
-            }),
-        }
+        self.storage_call("commit", rounded, progress, |s| s.commit(id, offset, bytes))
     }
 
     /// Bytes of address space reserved for carved pages (0 over a storage
