@@ -18,8 +18,8 @@
 #       summary. Exit status 0 when every step ran (the verdicts are in the
 #       summary, not in the status).
 #
-# Environment (run step): TRACES (default: DIR/tests/traces/*.jsonl.gz),
-# RUNS (timed passes per allocator, default 5), SKIP_TORCH=1,
+# Environment (run step): TRACES (default: DIR/tests/traces/*.jsonl.gz
+# and DIR/tests/unseen/*.jsonl.gz), RUNS (timed passes per allocator, default 5), SKIP_TORCH=1,
 # SKIP_CALIBRATE=1, SKIP_TESTS=1.
 set -uo pipefail
 
@@ -50,6 +50,8 @@ for l in sys.stdin:
     rm -rf "$dest/platform-hip/nvidia/build" "$dest/platform-hip/nvidia/logs"
     cp scripts/gpu_memory_suite.sh scripts/torch_replay.py "$dest/scripts/"
     cp tests/traces/*.jsonl.gz "$dest/tests/traces/"
+    rm -rf "$dest/tests/unseen"
+    cargo run --release -q -p streamcore-mock --example write_workloads -- "$dest/tests/unseen"
     du -sh "$dest"
     exit 0
 fi
@@ -65,6 +67,7 @@ if [[ -n "${TRACES:-}" ]]; then
     read -r -a traces <<<"$TRACES"
 else
     traces=("$root"/tests/traces/*.jsonl.gz)
+    [[ -d "$root/tests/unseen" ]] && traces+=("$root"/tests/unseen/*.jsonl.gz)
 fi
 status=0
 step() { # step NAME COMMAND...: runs, logs to NAME.log, notes failures
