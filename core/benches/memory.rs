@@ -17,7 +17,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec, SliceHandle};
 use streamcore::platform::{
     ErrorKind, PageId, PlatformError, ResizableTerms, Storage, StorageTerms,
@@ -99,10 +100,10 @@ fn layout() -> MemoryLayout {
     .expect("valid layout")
 }
 
-fn warm_pairs(c: &mut Criterion) {
-    let mut g = c.benchmark_group("memory/pair");
+/// A reserve and free of one size per pool, warm, over `storage()`.
+fn pairs(g: &mut BenchmarkGroup<'_, WallTime>, storage: fn() -> Ids) {
     for (name, size) in [("small", 200), ("sliced", 40 * KIB), ("exclusive", 8 * MIB)] {
-        let mut m = MemoryManager::new(Ids::plain(), layout());
+        let mut m = MemoryManager::new(storage(), layout());
         // Keep a few neighbours live so the page is not trivially empty.
         let keep: Vec<SliceHandle> = (0..8).map(|_| m.reserve(size).unwrap().0).collect();
         g.bench_function(name, |b| {
@@ -115,6 +116,11 @@ fn warm_pairs(c: &mut Criterion) {
             m.free(h).unwrap();
         }
     }
+}
+
+fn warm_pairs(c: &mut Criterion) {
+    let mut g = c.benchmark_group("memory/pair");
+    pairs(&mut g, Ids::plain);
     // A launch loop: twelve buffers of every pool, freed out of order.
     let sizes = [
         64,
@@ -149,19 +155,7 @@ fn warm_pairs(c: &mut Criterion) {
 /// from a reservation, chunks committed once (warm).
 fn carved_pairs(c: &mut Criterion) {
     let mut g = c.benchmark_group("memory/pair_carved");
-    for (name, size) in [("small", 200), ("sliced", 40 * KIB), ("exclusive", 8 * MIB)] {
-        let mut m = MemoryManager::new(Ids::resizable(), layout());
-        let keep: Vec<SliceHandle> = (0..8).map(|_| m.reserve(size).unwrap().0).collect();
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                let (h, _) = m.reserve(black_box(size)).unwrap();
-                m.free(h).unwrap();
-            })
-        });
-        for h in keep {
-            m.free(h).unwrap();
-        }
-    }
+    pairs(&mut g, Ids::resizable);
     g.finish();
 }
 

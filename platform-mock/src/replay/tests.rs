@@ -202,6 +202,21 @@ fn semantic_errors_are_typed() {
     ));
 }
 
+/// The H200's properties, as the recorded traces saw them.
+fn h200() -> DeviceProperties {
+    DeviceProperties {
+        total_memory: 141_000_000_000,
+        max_page_size: 141_000_000_000 / 4,
+        alignment: 256,
+        integrated: false,
+    }
+}
+
+/// The recorded traces' folder.
+fn traces_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces")
+}
+
 fn small_layout() -> MemoryLayout {
     MemoryLayout::new(
         &[PoolSpec::small(1 << 16, 1024), PoolSpec::exclusive(1 << 30)],
@@ -277,13 +292,8 @@ fn replay_failures_name_the_event() {
 /// deterministic figure, not a timing).
 #[test]
 fn recorded_traces_meet_the_ratio_targets() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
-    let props = DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    };
+    let dir = traces_dir();
+    let props = h200();
     for (name, target) in [
         ("gpt2_train", 1.047),
         ("resnet50_train", 1.043),
@@ -525,13 +535,8 @@ fn the_counting_storage_charges_the_drivers_terms() {
 /// time).
 #[test]
 fn the_driver_model_holds_its_figures_per_trace() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
-    let props = DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    };
+    let dir = traces_dir();
+    let props = h200();
     // (trace, model, ratio x 1e4, allocs (commits included), commits,
     // decommits, driver ms x 10)
     let expected: [(&str, DriverModel, u64, u64, u64, u64, u64); 8] = [
@@ -577,13 +582,8 @@ fn the_driver_model_holds_its_figures_per_trace() {
 /// instead of fencing every free.
 #[test]
 fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
-    let props = DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    };
+    let dir = traces_dir();
+    let props = h200();
     // (trace, ratio x 1e4, commits, decommits, waits)
     let expected: [(&str, u64, u64, u64, u64); 4] = [
         ("gpt2_train", 10293, 214, 14, 5),
@@ -624,12 +624,7 @@ fn the_driver_model_holds_its_figures_on_unseen_workloads() {
         ("syn_serving", 10358, 10478, 10950, 3914, 3645),
         ("syn_pinned_fragments", 10128, 10598, 10676, 565, 404),
     ];
-    let props = DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    };
+    let props = h200();
     let workloads = super::synthetic::workloads();
     let mut got = Vec::new();
     for &(name, ..) in &expected {
