@@ -54,16 +54,8 @@ fn setup() -> Vec<Op> {
     vec![
         Op::Alloc { stream: 0, size: 1 },
         Op::Alloc { stream: 1, size: 1 },
-        Op::Write {
-            stream: 0,
-            buf: 0,
-            fill: 1,
-        },
-        Op::Write {
-            stream: 1,
-            buf: 1,
-            fill: 2,
-        },
+        Op::write(0, 0, 1),
+        Op::write(1, 1, 2),
         COMPUTE,
         Op::SyncAll,
     ]
@@ -84,11 +76,7 @@ const COMPUTE: Op = Op::Launch {
 fn alphabet() -> Vec<Op> {
     vec![
         // The producer writes a new input.
-        Op::Write {
-            stream: 1,
-            buf: 1,
-            fill: 3,
-        },
+        Op::write(1, 1, 3),
         COMPUTE,
         // The capture lifecycle on stream 0, and the graph's use.
         Op::Prepare { stream: 0 },

@@ -1,20 +1,14 @@
 //! `streamcore demo` run as a process: it succeeds and tells the story.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn streamcore(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_streamcore"))
-        .args(args)
-        .output()
-        .expect("run streamcore")
-}
+mod common;
+
+use common::{streamcore, text};
 
 fn demo(seed: &str) -> (bool, String) {
-    let out = streamcore(&["demo", "--seed", seed]);
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let out = streamcore(["demo", "--seed", seed]);
+    (out.status.success(), text(&out.stdout))
 }
 
 /// The line that narrates the mock's completion order.
@@ -61,7 +55,7 @@ fn bad_arguments_are_a_clear_error_not_a_panic() {
         .output()
         .expect("run streamcore");
     assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert!(err.contains("invalid value"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
@@ -116,39 +110,22 @@ fn the_story_is_the_same_under_every_seed() {
 #[cfg(feature = "hip")]
 #[test]
 fn hip_without_a_runtime_says_so_in_one_line() {
-    // An empty folder as the only place to look for the runtime.
-    let empty = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-rocm");
-    std::fs::create_dir_all(empty.join("lib")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
-        .args(["demo", "--platform", "hip"])
-        .env("ROCM_PATH", &empty)
-        .env("HIP_PATH", &empty)
-        .env_remove("LD_LIBRARY_PATH")
-        .output()
-        .expect("run streamcore");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(
-        err.starts_with("streamcore: --platform hip: no HIP runtime found"),
-        "{err}"
-    );
-    assert!(out.stdout.is_empty(), "nothing on stdout");
+    common::assert_no_hip_runtime(["demo", "--platform", "hip"]);
 }
 
 #[test]
 fn seed_with_hip_is_a_usage_error() {
-    let out = streamcore(&["demo", "--platform", "hip", "--seed", "3"]);
+    let out = streamcore(["demo", "--platform", "hip", "--seed", "3"]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert!(err.contains("--seed picks the mock's schedule"), "{err}");
 }
 
 #[cfg(not(feature = "hip"))]
 #[test]
 fn hip_in_a_build_without_it_says_so_in_one_line() {
-    let out = streamcore(&["demo", "--platform", "hip"]);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = streamcore(["demo", "--platform", "hip"]);
+    let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(err.contains("built without HIP support"), "{err}");

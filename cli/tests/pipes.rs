@@ -8,17 +8,17 @@
 #![cfg(target_os = "linux")]
 
 use std::fs::OpenOptions;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+
+mod common;
+
+use common::{scratch, text, trace};
 
 /// A write end with no reader: opening a FIFO for reading and writing never
 /// blocks on Linux, so it serves as the reader while the write end opens,
 /// and is closed before the command starts.
 fn readerless_stdout(test: &str) -> Stdio {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("pipes-{test}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    let fifo = dir.join("out");
+    let fifo = scratch(test).join("out");
     let made = Command::new("mkfifo")
         .arg(&fifo)
         .status()
@@ -48,17 +48,13 @@ fn run_into_closed_pipe(test: &str, args: &[&std::ffi::OsStr]) -> Output {
 }
 
 fn assert_quiet_success(out: &Output, what: &str) {
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert!(
         out.status.success(),
         "{what}: status {:?}, stderr: {err}",
         out.status
     );
     assert!(err.is_empty(), "{what}: nothing on stderr, got: {err}");
-}
-
-fn trace(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/traces/{name}.jsonl.gz"))
 }
 
 #[test]

@@ -1,22 +1,16 @@
 //! `streamcore record` (the guide, the script) and the converter script
 //! end to end: a PyTorch-shaped snapshot → a trace → `streamcore replay`.
 
+use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use streamcore_mock::replay::json::{self, Value};
 
-fn streamcore(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_streamcore"))
-        .args(args)
-        .output()
-        .expect("run streamcore")
-}
+mod common;
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{scratch, streamcore, text, u};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/torch_snapshot_to_trace.py")
@@ -24,7 +18,7 @@ fn script() -> PathBuf {
 
 #[test]
 fn record_help_says_how_to_record_from_pytorch() {
-    let out = streamcore(&["record", "--help"]);
+    let out = streamcore(["record", "--help"]);
     assert!(out.status.success());
     let help = text(&out.stdout);
     for needle in [
@@ -43,14 +37,14 @@ fn record_help_says_how_to_record_from_pytorch() {
         assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
     }
     // Plain `streamcore record` prints the same guide.
-    let plain = streamcore(&["record"]);
+    let plain = streamcore(["record"]);
     assert!(plain.status.success());
     assert!(text(&plain.stdout).contains("torch.cuda.memory._snapshot()"));
 }
 
 #[test]
 fn record_script_prints_the_committed_converter() {
-    let out = streamcore(&["record", "--script"]);
+    let out = streamcore(["record", "--script"]);
     assert!(out.status.success());
     let committed = std::fs::read_to_string(script()).unwrap();
     assert_eq!(text(&out.stdout), committed);
@@ -101,13 +95,6 @@ const SNAPSHOT: &str = r#"{
 
 const MIB: u64 = 1 << 20;
 
-fn scratch(test: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("record-{test}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn convert(python: &str, args: &[&Path], extra: &[&str]) -> Output {
     Command::new(python)
         .arg(script())
@@ -117,21 +104,36 @@ fn convert(python: &str, args: &[&Path], extra: &[&str]) -> Output {
         .expect("run the converter")
 }
 
-fn replay_json(trace: &Path) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
-        .arg("replay")
-        .arg("--json")
-        .arg(trace)
+/// Runs the Python one-liner `script` with `args` (it writes a file the
+/// test needs); fails the test when it fails.
+fn run_python(python: &str, script: &str, args: &[&Path]) {
+    let made = Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .args(args)
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    json::parse(text(&out.stdout).trim()).unwrap()
+        .expect("run python");
+    assert!(made.status.success(), "{}", text(&made.stderr));
 }
 
-fn u(v: &Value, key: &str) -> u64 {
-    v.get(key)
-        .and_then(Value::as_u64)
-        .unwrap_or_else(|| panic!("no {key:?} in {v:?}"))
+/// Pickles the JSON snapshot `json` into `pickle`, as `_dump_snapshot`
+/// writes one.
+fn pickle_json(python: &str, json: &Path, pickle: &Path) {
+    run_python(
+        python,
+        "import json, pickle, sys; pickle.dump(json.load(open(sys.argv[1])), open(sys.argv[2], 'wb'))",
+        &[json, pickle],
+    );
+}
+
+fn replay_json(trace: &Path) -> Value {
+    let out = streamcore([
+        OsStr::new("replay"),
+        OsStr::new("--json"),
+        trace.as_os_str(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    json::parse(text(&out.stdout).trim()).unwrap()
 }
 
 #[test]
@@ -142,16 +144,7 @@ fn the_converter_turns_a_snapshot_into_a_trace_that_replays() {
     std::fs::write(&json_snapshot, SNAPSHOT).unwrap();
     // The pickle, as `_dump_snapshot` writes it.
     let pickled = dir.join("snap.pickle");
-    let made = Command::new(py)
-        .args([
-            "-c",
-            "import json, pickle, sys; pickle.dump(json.load(open(sys.argv[1])), open(sys.argv[2], 'wb'))",
-        ])
-        .arg(&json_snapshot)
-        .arg(&pickled)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", text(&made.stderr));
+    pickle_json(py, &json_snapshot, &pickled);
 
     let trace = dir.join("snap.jsonl.gz");
     let out = convert(py, &[&pickled, &trace], &[]);
@@ -207,15 +200,11 @@ fn the_converter_refuses_what_is_not_a_snapshot() {
     let dir = scratch("refuse");
     // A pickle that would build an object: never loaded.
     let evil = dir.join("evil.pickle");
-    let made = Command::new(py)
-        .args([
-            "-c",
-            "import collections, pickle, sys; pickle.dump(collections.OrderedDict(a=1), open(sys.argv[1], 'wb'))",
-        ])
-        .arg(&evil)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
+    run_python(
+        py,
+        "import collections, pickle, sys; pickle.dump(collections.OrderedDict(a=1), open(sys.argv[1], 'wb'))",
+        &[&evil],
+    );
     let out = convert(py, &[&evil, &dir.join("t.jsonl")], &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("refusing to load collections.OrderedDict"));
@@ -232,15 +221,11 @@ fn the_converter_refuses_what_is_not_a_snapshot() {
     let json = dir.join("other.json");
     std::fs::write(&json, r#"{"a": 1}"#).unwrap();
     let cut = dir.join("cut.pickle");
-    let made = Command::new(py)
-        .args([
-            "-c",
-            "import pickle, sys; d = pickle.dumps({'device_traces': [[]]}); open(sys.argv[1], 'wb').write(d[: len(d) // 2])",
-        ])
-        .arg(&cut)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
+    run_python(
+        py,
+        "import pickle, sys; d = pickle.dumps({'device_traces': [[]]}); open(sys.argv[1], 'wb').write(d[: len(d) // 2])",
+        &[&cut],
+    );
     for bad in [&txt, &json, &cut] {
         let out = convert(py, &[bad, &dir.join("t.jsonl")], &[]);
         let err = text(&out.stderr);
@@ -269,16 +254,7 @@ fn a_real_pytorch_snapshot_gives_pytorchs_own_peaks() {
     let dir = scratch("real");
     let snapshot = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/torch_snapshot.json");
     let pickled = dir.join("real.pickle");
-    let made = Command::new(py)
-        .args([
-            "-c",
-            "import json, pickle, sys; pickle.dump(json.load(open(sys.argv[1])), open(sys.argv[2], 'wb'))",
-        ])
-        .arg(&snapshot)
-        .arg(&pickled)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", text(&made.stderr));
+    pickle_json(py, &snapshot, &pickled);
     let trace = dir.join("real.jsonl.gz");
     let out = convert(py, &[&pickled, &trace], &[]);
     assert!(out.status.success(), "{}", text(&out.stderr));

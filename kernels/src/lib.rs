@@ -45,25 +45,30 @@ pub const ADD: KernelSource<'static> = KernelSource {
     bindings: 4,
 };
 
-/// `out[i] = x[i] * info[1]`.
-pub const SCALE: KernelSource<'static> = KernelSource {
-    name: "sc_scale",
-    source: r#"extern "C" __global__ void sc_scale(const unsigned int* x, unsigned int* out, const unsigned long long* info) {
+/// The scale kernel `out[i] = x[i] * info[1]` under the entry point `$name`
+/// (a string literal): its [`KernelSource`].
+macro_rules! scale_kernel {
+    ($name:literal) => {
+        KernelSource {
+            name: $name,
+            source: concat!(
+                r#"extern "C" __global__ void "#,
+                $name,
+                r#"(const unsigned int* x, unsigned int* out, const unsigned long long* info) {
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < info[0]) out[i] = x[i] * (unsigned int)info[1];
-}"#,
-    bindings: 3,
-};
+}"#
+            ),
+            bindings: 3,
+        }
+    };
+}
+
+/// `out[i] = x[i] * info[1]`.
+pub const SCALE: KernelSource<'static> = scale_kernel!("sc_scale");
 
 /// Like [`SCALE`], under another name: the kernel fault injection fails.
-pub const FLAKY: KernelSource<'static> = KernelSource {
-    name: "sc_flaky",
-    source: r#"extern "C" __global__ void sc_flaky(const unsigned int* x, unsigned int* out, const unsigned long long* info) {
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < info[0]) out[i] = x[i] * (unsigned int)info[1];
-}"#,
-    bindings: 3,
-};
+pub const FLAKY: KernelSource<'static> = scale_kernel!("sc_flaky");
 
 /// Every kernel of the suite.
 pub const ALL: [KernelSource<'static>; 4] = [FILL, ADD, SCALE, FLAKY];

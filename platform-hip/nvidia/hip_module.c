@@ -12,9 +12,6 @@
 
 #define TR(call) hoc_from_cuda((int)(call))
 
-/* The ABI version each driver symbol is requested at. */
-#define HOC_DRIVER_ABI 12000
-
 static CUresult (*p_cuCtxGetCurrent)(CUcontext *);
 static CUresult (*p_cuModuleLoadData)(CUmodule *, const void *);
 static CUresult (*p_cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -26,18 +23,22 @@ static CUresult (*p_cuFuncGetAttribute)(int *, CUfunction_attribute, CUfunction)
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 static hipError_t resolve_status = hipErrorNotInitialized;
 
-static int resolve_one(const char *name, void **slot) {
+int hoc_resolve_driver(const char *name, void **slot, hipError_t missing, hipError_t *status) {
     enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
     cudaError_t s = cudaGetDriverEntryPointByVersion(name, slot, HOC_DRIVER_ABI, cudaEnableDefault, &found);
     if (s != cudaSuccess) {
-        resolve_status = TR(s);
+        *status = TR(s);
         return 0;
     }
     if (found != cudaDriverEntryPointSuccess || *slot == NULL) {
-        resolve_status = hipErrorInsufficientDriver;
+        *status = missing;
         return 0;
     }
     return 1;
+}
+
+static int resolve_one(const char *name, void **slot) {
+    return hoc_resolve_driver(name, slot, hipErrorInsufficientDriver, &resolve_status);
 }
 
 static void resolve(void) {

@@ -60,4 +60,13 @@ hipError_t hoc_from_cuda(int status);
  * need one): the primary context of the runtime's current device. */
 hipError_t hoc_ensure_context(void);
 
+/* The ABI version each driver symbol is requested at. */
+#define HOC_DRIVER_ABI 12000
+
+/* Resolves the driver function `name` through the runtime
+ * (cudaGetDriverEntryPointByVersion at HOC_DRIVER_ABI) into `*slot`, so the
+ * library links only libcudart. Returns 1, or 0 with why in `*status`: the
+ * runtime's status, or `missing` when the driver lacks the function. */
+int hoc_resolve_driver(const char *name, void **slot, hipError_t missing, hipError_t *status);
+
 #endif

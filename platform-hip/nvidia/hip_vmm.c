@@ -24,9 +24,6 @@
 
 #define TR(call) hoc_from_cuda((int)(call))
 
-/* The ABI version each driver symbol is requested at. */
-#define HOC_VMM_DRIVER_ABI 12000
-
 /* HIP's numbers (bindings_60850.rs). */
 enum {
     hipErrorNotSupported = 801,
@@ -59,17 +56,7 @@ static pthread_once_t vmm_once = PTHREAD_ONCE_INIT;
 static hipError_t vmm_status = hipErrorNotInitialized;
 
 static int vmm_resolve_one(const char *name, void **slot) {
-    enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    cudaError_t s = cudaGetDriverEntryPointByVersion(name, slot, HOC_VMM_DRIVER_ABI, cudaEnableDefault, &found);
-    if (s != cudaSuccess) {
-        vmm_status = TR(s);
-        return 0;
-    }
-    if (found != cudaDriverEntryPointSuccess || *slot == NULL) {
-        vmm_status = hipErrorNotSupported;
-        return 0;
-    }
-    return 1;
+    return hoc_resolve_driver(name, slot, hipErrorNotSupported, &vmm_status);
 }
 
 static void vmm_resolve(void) {
@@ -163,6 +150,16 @@ static hipError_t access_to_cuda(unsigned int flags, CUmemAccess_flags *out) {
     }
 }
 
+/* vmm_ready, then `prop` translated into `cu`: the start of every entry
+ * point that takes an allocation's properties. */
+static hipError_t vmm_ready_for(const struct hoc_hipMemAllocationProp *prop, CUmemAllocationProp *cu) {
+    hipError_t s = vmm_ready();
+    if (s != hipSuccess) {
+        return s;
+    }
+    return prop_to_cuda(prop, cu);
+}
+
 /* ---- entry points -------------------------------------------------------- */
 
 HIP_API hipError_t hipMemGetAllocationGranularity(size_t *granularity, const struct hoc_hipMemAllocationProp *prop,
@@ -178,12 +175,8 @@ HIP_API hipError_t hipMemGetAllocationGranularity(size_t *granularity, const str
     } else {
         return hipErrorInvalidValue;
     }
-    hipError_t s = vmm_ready();
-    if (s != hipSuccess) {
-        return s;
-    }
     CUmemAllocationProp cu;
-    s = prop_to_cuda(prop, &cu);
+    hipError_t s = vmm_ready_for(prop, &cu);
     if (s != hipSuccess) {
         return s;
     }
@@ -220,12 +213,8 @@ HIP_API hipError_t hipMemCreate(hoc_hipMemGenericAllocationHandle_t *handle, siz
     if (handle == NULL) {
         return hipErrorInvalidValue;
     }
-    hipError_t s = vmm_ready();
-    if (s != hipSuccess) {
-        return s;
-    }
     CUmemAllocationProp cu;
-    s = prop_to_cuda(prop, &cu);
+    hipError_t s = vmm_ready_for(prop, &cu);
     if (s != hipSuccess) {
         return s;
     }

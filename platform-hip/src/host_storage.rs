@@ -91,14 +91,14 @@ impl Storage for HipHostStorage {
         check("hipHostMalloc", status)?;
         let id = address as u64;
         self.live.insert(id, size.max(1));
-        self.shared.host_page_added(id, size.max(1));
+        self.shared.pages.host_page_added(id, size.max(1));
         Ok(PageId(id))
     }
 
     fn dealloc(&mut self, page: PageId) {
         if self.live.remove(&page.0).is_some() {
             // No copy may name the page from now on.
-            self.shared.host_page_retired(page.0);
+            self.shared.pages.host_page_retired(page.0);
             self.pending.push(page.0);
         }
     }
@@ -109,7 +109,7 @@ impl Storage for HipHostStorage {
         }
         self.shared.make_current()?;
         // Waits for calls still queueing copies on these pages.
-        self.shared.host_pages_released(&self.pending);
+        self.shared.pages.host_pages_released(&self.pending);
         Self::release(&mut self.pending)
     }
 }
@@ -139,11 +139,11 @@ impl HostStorage for HipHostStorage {
 impl Drop for HipHostStorage {
     fn drop(&mut self) {
         for &page in self.live.keys() {
-            self.shared.host_page_retired(page);
+            self.shared.pages.host_page_retired(page);
         }
         self.pending.extend(self.live.keys().copied());
         self.live.clear();
-        self.shared.host_pages_released(&self.pending);
+        self.shared.pages.host_pages_released(&self.pending);
         // A failure cannot be reported from `drop`; the rest are leaked.
         let _ = self.shared.make_current();
         let _ = Self::release(&mut self.pending);

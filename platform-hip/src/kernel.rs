@@ -44,6 +44,9 @@ pub const MAX_BINDINGS: usize = 64;
 /// Launches with at most this many bindings use arrays of this size.
 const SMALL: usize = 8;
 
+/// The call a launch's errors name.
+const CALL: &str = "hipModuleLaunchKernel";
+
 /// A loaded kernel: the module and the entry point inside it. Dropping it
 /// unloads the module; graphs that launch it must be destroyed first.
 #[derive(Debug)]
@@ -195,7 +198,6 @@ impl HipKernel {
         dims: LaunchDims,
         bindings: &[Binding],
     ) -> Result<(), HipError> {
-        const CALL: &str = "hipModuleLaunchKernel";
         if bindings.len() != self.bindings {
             return Err(HipError::invalid(
                 CALL,
@@ -226,7 +228,6 @@ impl HipKernel {
         dims: LaunchDims,
         bindings: &[Binding],
     ) -> Result<(), HipError> {
-        const CALL: &str = "hipModuleLaunchKernel";
         debug_assert!(bindings.len() <= N);
         // The view keeps the pages from being released until the launch is
         // queued.

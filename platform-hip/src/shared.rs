@@ -52,7 +52,9 @@ pub(crate) struct Shared {
     /// Bumped each time an operation dooms every open capture.
     doom_epoch: AtomicU64,
     /// Live device and pinned host pages of every storage of this platform:
-    /// copies and launches refuse ranges outside them.
+    /// copies and launches refuse ranges outside them. Every storage
+    /// registers, retires and releases its pages here (see [`Pages`] for
+    /// the protocol).
     pub(crate) pages: Pages,
     /// Driver events no `HipEvent` holds, for `record` to reuse.
     events: Mutex<Vec<PooledEvent>>,
@@ -133,39 +135,6 @@ impl Shared {
     /// Whether a capture that began under `epoch` has been doomed since.
     pub(crate) fn doomed_since(&self, epoch: u64) -> bool {
         self.doom_epoch.load(Ordering::SeqCst) != epoch
-    }
-
-    /// Registers a live device page (any device storage of this platform),
-    /// or updates its usable size. See [`Pages`] for the protocol.
-    pub(crate) fn device_page_added(&self, address: u64, size: u64) {
-        self.pages.device_page_added(address, size);
-    }
-
-    /// Retires a device page at its `dealloc`: no range may name it from
-    /// now on. Never waits.
-    pub(crate) fn device_page_retired(&self, address: u64) {
-        self.pages.device_page_retired(address);
-    }
-
-    /// Forgets retired device pages right before they are freed; waits for
-    /// calls still using a range in them.
-    pub(crate) fn device_pages_released(&self, addresses: &[u64]) {
-        self.pages.device_pages_released(addresses);
-    }
-
-    /// Registers a live pinned host page.
-    pub(crate) fn host_page_added(&self, address: u64, size: u64) {
-        self.pages.host_page_added(address, size);
-    }
-
-    /// Retires a pinned host page at its `dealloc`.
-    pub(crate) fn host_page_retired(&self, address: u64) {
-        self.pages.host_page_retired(address);
-    }
-
-    /// Forgets retired pinned host pages right before they are freed.
-    pub(crate) fn host_pages_released(&self, addresses: &[u64]) {
-        self.pages.host_pages_released(addresses);
     }
 }
 

@@ -107,14 +107,14 @@ impl Storage for HipStorage {
         self.calls += 1;
         let id = address as u64;
         self.live.insert(id, size.max(1));
-        self.shared.device_page_added(id, size.max(1));
+        self.shared.pages.device_page_added(id, size.max(1));
         Ok(PageId(id))
     }
 
     fn dealloc(&mut self, page: PageId) {
         if self.live.remove(&page.0).is_some() {
             // No range may name the page from now on.
-            self.shared.device_page_retired(page.0);
+            self.shared.pages.device_page_retired(page.0);
             self.pending.push(page.0);
         }
     }
@@ -133,7 +133,7 @@ impl Storage for HipStorage {
         }
         self.shared.make_current()?;
         // Waits for calls still queueing work on these pages.
-        self.shared.device_pages_released(&self.pending);
+        self.shared.pages.device_pages_released(&self.pending);
         Self::release(&mut self.pending, &mut self.calls)
     }
 }
@@ -141,7 +141,7 @@ impl Storage for HipStorage {
 impl Drop for HipStorage {
     fn drop(&mut self) {
         for &page in self.live.keys() {
-            self.shared.device_page_retired(page);
+            self.shared.pages.device_page_retired(page);
         }
         self.pending.extend(self.live.keys().copied());
         self.live.clear();
@@ -149,7 +149,7 @@ impl Drop for HipStorage {
             // Nothing to free: no driver call (none may be loadable).
             return;
         }
-        self.shared.device_pages_released(&self.pending);
+        self.shared.pages.device_pages_released(&self.pending);
         // A failure shows in `hipFree`'s status.
         let _ = self.shared.make_current();
         // A failure cannot be reported from `drop`; the rest are leaked.

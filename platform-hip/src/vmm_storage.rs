@@ -206,7 +206,7 @@ impl HipVmmStorage {
         self.calls.reserve += 1;
         // Ranges may name any byte of the reservation (the device faults,
         // typed, on bytes nothing is mapped at).
-        self.shared.device_page_added(address, size);
+        self.shared.pages.device_page_added(address, size);
         self.ranges.insert(
             address,
             Range {
@@ -318,8 +318,8 @@ impl HipVmmStorage {
         }
         if let Err(e) = self.commit(page, 0, rounded) {
             if let Some(range) = self.ranges.remove(&page.0) {
-                self.shared.device_page_retired(page.0);
-                self.shared.device_pages_released(&[page.0]);
+                self.shared.pages.device_page_retired(page.0);
+                self.shared.pages.device_pages_released(&[page.0]);
                 // SAFETY: the range was reserved just above and has nothing
                 // mapped (the commit failed and changed nothing).
                 if unsafe { vmm::address_free(page.0, range.size) }.is_ok() {
@@ -336,7 +336,7 @@ impl HipVmmStorage {
         match self.ranges.remove(&page.0) {
             Some(range) => {
                 // No range may name the page from now on.
-                self.shared.device_page_retired(page.0);
+                self.shared.pages.device_page_retired(page.0);
                 self.pending.push((page.0, range));
             }
             None => self.small.dealloc(page),
@@ -357,7 +357,7 @@ impl HipVmmStorage {
         self.shared.make_current()?;
         // Waits for calls still queueing work on these pages.
         let addresses: Vec<u64> = self.pending.iter().map(|(a, _)| *a).collect();
-        self.shared.device_pages_released(&addresses);
+        self.shared.pages.device_pages_released(&addresses);
         if self.pending.iter().any(|(_, r)| !r.chunks.is_empty()) {
             // SAFETY: no arguments; the runtime is loaded (a platform made
             // this storage).
@@ -417,11 +417,11 @@ impl Drop for HipVmmStorage {
     fn drop(&mut self) {
         let ranges = std::mem::take(&mut self.ranges);
         for &address in ranges.keys() {
-            self.shared.device_page_retired(address);
+            self.shared.pages.device_page_retired(address);
         }
         self.pending.extend(ranges);
         let addresses: Vec<u64> = self.pending.iter().map(|(a, _)| *a).collect();
-        self.shared.device_pages_released(&addresses);
+        self.shared.pages.device_pages_released(&addresses);
         if self.pending.is_empty() && self.orphans.is_empty() {
             return;
         }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use streamcore::drop_queue::{DropQueue, FlushPolicy};
+use streamcore::drop_queue::{DropQueue, DropQueueError, FlushPolicy};
 use streamcore::memory::{MemoryError, MemoryLayout, MemoryManager, SliceHandle};
 use streamcore::platform::{DeviceRange, Platform};
 use streamcore_hip::{HipDeviceStorage, HipError, HipEvent, HipPlatform, HipStream, PoolBlock};
@@ -47,10 +47,10 @@ impl From<MemoryError<HipError>> for TargetError {
     }
 }
 
-impl<E: Into<TargetError>> From<streamcore::drop_queue::DropQueueError<E>> for TargetError {
-    fn from(e: streamcore::drop_queue::DropQueueError<E>) -> Self {
+impl<E: Into<TargetError>> From<DropQueueError<E>> for TargetError {
+    fn from(e: DropQueueError<E>) -> Self {
         match e {
-            streamcore::drop_queue::DropQueueError::Fence(e) => e.into(),
+            DropQueueError::Fence(e) => e.into(),
             _ => TargetError::Queue("refused while recording a capture".to_owned()),
         }
     }
@@ -75,6 +75,22 @@ pub trait DeviceTarget {
     fn fences(&self) -> u64 {
         0
     }
+}
+
+/// Runs one step of a lane's drop queue, freeing each slice it releases
+/// into `manager`: the queue's own error first, else the first refused free
+/// (the later slices are still freed).
+fn free_released(
+    manager: &mut MemoryManager<HipDeviceStorage>,
+    step: impl FnOnce(&mut dyn FnMut(SliceHandle)) -> Result<usize, DropQueueError<HipError>>,
+) -> Result<(), TargetError> {
+    let mut failed = None;
+    step(&mut |h| {
+        if let Err(e) = manager.free(h) {
+            failed.get_or_insert(e);
+        }
+    })?;
+    failed.map_or(Ok(()), |e| Err(e.into()))
 }
 
 /// One trace stream of the streamcore target.
@@ -150,32 +166,16 @@ impl<'p> StreamcoreTarget<'p> {
     /// Fenced frees: hands every slice whose fence has passed back to its
     /// manager.
     fn reclaim(platform: &HipPlatform, lane: &mut Lane) -> Result<(), TargetError> {
-        let manager = &mut lane.manager;
-        let mut failed = None;
-        lane.queue.reclaim(
-            |e| platform.query(e),
-            |h| {
-                if let Err(e) = manager.free(h) {
-                    failed.get_or_insert(e);
-                }
-            },
-        )?;
-        failed.map_or(Ok(()), |e| Err(e.into()))
+        free_released(&mut lane.manager, |release| {
+            lane.queue.reclaim(|e| platform.query(e), release)
+        })
     }
 
     /// Fenced frees: blocks until the oldest sealed batch is reclaimed.
     fn wait_oldest(platform: &HipPlatform, lane: &mut Lane) -> Result<(), TargetError> {
-        let manager = &mut lane.manager;
-        let mut failed = None;
-        lane.queue.wait_oldest(
-            |e| platform.synchronize(e),
-            |h| {
-                if let Err(e) = manager.free(h) {
-                    failed.get_or_insert(e);
-                }
-            },
-        )?;
-        failed.map_or(Ok(()), |e| Err(e.into()))
+        free_released(&mut lane.manager, |release| {
+            lane.queue.wait_oldest(|e| platform.synchronize(e), release)
+        })
     }
 
     /// Blocks until every queued command of the lane completed and every
@@ -187,19 +187,9 @@ impl<'p> StreamcoreTarget<'p> {
             *events += 1;
             platform.record(stream)
         })?;
-        let manager = &mut lane.manager;
-        let mut failed = None;
-        lane.queue.drain(
-            |e| platform.synchronize(e),
-            |h| {
-                if let Err(e) = manager.free(h) {
-                    failed.get_or_insert(e);
-                }
-            },
-        )?;
-        if let Some(e) = failed {
-            return Err(e.into());
-        }
+        free_released(&mut lane.manager, |release| {
+            lane.queue.drain(|e| platform.synchronize(e), release)
+        })?;
         lane.stream.synchronize()?;
         lane.manager.complete(lane.cursor);
         Ok(())

@@ -5,18 +5,20 @@ use streamcore::platform::{
 };
 
 use crate::common::{drain, host_page, host_range, platform_or_skip, to_words, words};
-use crate::kernel::{ADD, add_bindings, add_dims};
+use crate::kernel::{AddRig, add_bindings, add_dims};
 use crate::runner::Outcome;
 
 pub fn captured_graph_replays_with_fresh_inputs() -> Outcome {
     let platform = platform_or_skip()?;
     let n: u64 = 4099;
     let bytes = n * 4;
-    let kernel = platform.load_kernel(&ADD).unwrap();
-    let mut host = platform.host_storage().unwrap();
-    let mut device = platform.device_storage().unwrap();
-    let mut stream = platform.create_stream().unwrap();
-    let page = device.alloc(3 * bytes + 256).unwrap();
+    let AddRig {
+        kernel,
+        mut host,
+        device: _device,
+        mut stream,
+        page,
+    } = AddRig::new(&platform, n);
     let bindings = add_bindings(page, n);
 
     // Inputs a, b and info staged in one pinned page; out in another.

@@ -1,10 +1,11 @@
 //! Kernels compiled from source, launched with bindings.
 
+use streamcore::platform::PageId;
 use streamcore::platform::{
     Access, Binding, DeviceRange, ErrorKind, HostStorage, KernelSource, LaunchDims, Platform,
     PlatformError, Storage,
 };
-use streamcore_hip::{HipPlatform, Origin};
+use streamcore_hip::{HipDeviceStorage, HipHostStorage, HipKernel, HipPlatform, HipStream, Origin};
 
 use crate::common::{drain, host_page, host_range, platform_or_skip, to_words, words};
 use crate::runner::Outcome;
@@ -26,7 +27,7 @@ extern "C" __global__ void add_u32(const unsigned int* a, const unsigned int* b,
 
 /// Bindings for [`ADD`] over `n` words laid out in one device page:
 /// a at 0, b at `n*4`, out at `2*n*4`, info at `3*n*4`.
-pub fn add_bindings(page: streamcore::platform::PageId, n: u64) -> [Binding; 4] {
+pub fn add_bindings(page: PageId, n: u64) -> [Binding; 4] {
     let bytes = n * 4;
     let range = |offset, len| DeviceRange { page, offset, len };
     [
@@ -49,50 +50,91 @@ pub fn add_bindings(page: streamcore::platform::PageId, n: u64) -> [Binding; 4] 
     ]
 }
 
+/// Launch geometry for [`ADD`] over `n` words.
 pub fn add_dims(n: u64) -> LaunchDims {
     LaunchDims::linear(n.div_ceil(256) as u32, 256)
+}
+
+/// What an [`ADD`] test starts from, beside the platform: the kernel
+/// loaded, pinned host and device storages, a stream, and one device page
+/// with room for `n` words each of a, b and out and the info word (laid out
+/// as [`add_bindings`] says).
+pub struct AddRig {
+    /// [`ADD`], loaded.
+    pub kernel: HipKernel,
+    /// Pinned host pages for staging.
+    pub host: HipHostStorage,
+    /// The storage `page` lives in (dropping it frees the page).
+    pub device: HipDeviceStorage,
+    /// The stream the test queues its work on.
+    pub stream: HipStream,
+    /// The device page of a, b, out and the info word.
+    pub page: PageId,
+}
+
+impl AddRig {
+    /// Loads [`ADD`] on `platform` and allocates the page for `n` words.
+    pub fn new(platform: &HipPlatform, n: u64) -> Self {
+        let kernel = platform.load_kernel(&ADD).unwrap();
+        let host = platform.host_storage().unwrap();
+        let mut device = platform.device_storage().unwrap();
+        let stream = platform.create_stream().unwrap();
+        let page = device.alloc(3 * n * 4 + 256).unwrap();
+        Self {
+            kernel,
+            host,
+            device,
+            stream,
+            page,
+        }
+    }
+
+    /// Stages `input` (a, b and the info word) in a pinned page and queues
+    /// its copy to the start of the device page.
+    pub fn upload(&mut self, platform: &HipPlatform, input: &[u8]) {
+        let src = host_page(&mut self.host, input);
+        let len = input.len() as u64;
+        let dst = DeviceRange {
+            page: self.page,
+            offset: 0,
+            len,
+        };
+        platform
+            .copy_to_device(&mut self.stream, host_range(src, 0, len), dst)
+            .unwrap();
+    }
+
+    /// Copies out (`n` words) back to a fresh pinned page, waits for the
+    /// stream, and returns the words.
+    pub fn read_out(&mut self, platform: &HipPlatform, n: u64) -> Vec<u32> {
+        let bytes = n * 4;
+        let out = host_page(&mut self.host, &vec![0u8; bytes as usize]);
+        let range = add_bindings(self.page, n)[2].range;
+        platform
+            .copy_to_host(&mut self.stream, range, host_range(out, 0, bytes))
+            .unwrap();
+        drain(platform, &mut self.stream);
+        let mut back = vec![0u8; bytes as usize];
+        self.host.read(out, 0, &mut back).unwrap();
+        to_words(&back)
+    }
 }
 
 pub fn kernel_from_source_adds_two_buffers() -> Outcome {
     let platform = platform_or_skip()?;
     let n: u64 = (1 << 20) + 3; // not a multiple of the block size
-    let bytes = n * 4;
-    let kernel = platform.load_kernel(&ADD).unwrap();
-    let mut host = platform.host_storage().unwrap();
-    let mut device = platform.device_storage().unwrap();
-    let mut stream = platform.create_stream().unwrap();
-    let page = device.alloc(3 * bytes + 256).unwrap();
+    let mut rig = AddRig::new(&platform, n);
 
     let mut input = words(n as usize, |i| i);
     input.extend(words(n as usize, |i| 3 * i + 7));
     input.extend(words(n as usize, |_| 0xdead_beef));
     input.extend((n as u32).to_le_bytes());
-    let src = host_page(&mut host, &input);
-    let out = host_page(&mut host, &vec![0u8; bytes as usize]);
-
+    rig.upload(&platform, &input);
+    let bindings = add_bindings(rig.page, n);
     platform
-        .copy_to_device(
-            &mut stream,
-            host_range(src, 0, input.len() as u64),
-            DeviceRange {
-                page,
-                offset: 0,
-                len: input.len() as u64,
-            },
-        )
+        .launch(&mut rig.stream, &rig.kernel, add_dims(n), &bindings)
         .unwrap();
-    let bindings = add_bindings(page, n);
-    platform
-        .launch(&mut stream, &kernel, add_dims(n), &bindings)
-        .unwrap();
-    platform
-        .copy_to_host(&mut stream, bindings[2].range, host_range(out, 0, bytes))
-        .unwrap();
-    drain(&platform, &mut stream);
-
-    let mut back = vec![0u8; bytes as usize];
-    host.read(out, 0, &mut back).unwrap();
-    let sums = to_words(&back);
+    let sums = rig.read_out(&platform, n);
     for (i, &s) in sums.iter().enumerate() {
         assert_eq!(s, 4 * i as u32 + 7, "word {i}");
     }
@@ -168,52 +210,29 @@ pub fn an_oversized_block_is_a_recoverable_launch_failure() -> Outcome {
     // working — the real kernel failure the scenario suite uses.
     let platform = platform_or_skip()?;
     let n: u64 = 4096;
-    let bytes = n * 4;
-    let kernel = platform.load_kernel(&ADD).unwrap();
-    let mut host = platform.host_storage().unwrap();
-    let mut device = platform.device_storage().unwrap();
-    let mut stream = platform.create_stream().unwrap();
-    let page = device.alloc(3 * bytes + 256).unwrap();
+    let mut rig = AddRig::new(&platform, n);
     let mut input = words(n as usize, |i| i);
     input.extend(words(n as usize, |i| 2 * i));
     input.extend(words(n as usize, |_| 0));
     input.extend((n as u32).to_le_bytes());
-    let src = host_page(&mut host, &input);
-    platform
-        .copy_to_device(
-            &mut stream,
-            host_range(src, 0, input.len() as u64),
-            DeviceRange {
-                page,
-                offset: 0,
-                len: input.len() as u64,
-            },
-        )
-        .unwrap();
-    let bindings = add_bindings(page, n);
+    rig.upload(&platform, &input);
+    let bindings = add_bindings(rig.page, n);
     let oversized = LaunchDims {
         grid: [2, 1, 1],
         block: [2048, 1, 1],
         shared_mem_bytes: 0,
     };
     let err = platform
-        .launch(&mut stream, &kernel, oversized, &bindings)
+        .launch(&mut rig.stream, &rig.kernel, oversized, &bindings)
         .unwrap_err();
     assert_eq!(err.call(), "hipModuleLaunchKernel", "{err}");
     assert_eq!(err.origin(), Origin::Hip, "{err}");
     assert_eq!(err.name(), "hipErrorInvalidConfiguration", "{err}");
     // Not sticky: the same kernel runs, and the stream works on.
     platform
-        .launch(&mut stream, &kernel, add_dims(n), &bindings)
+        .launch(&mut rig.stream, &rig.kernel, add_dims(n), &bindings)
         .unwrap();
-    let out = host_page(&mut host, &vec![0u8; bytes as usize]);
-    platform
-        .copy_to_host(&mut stream, bindings[2].range, host_range(out, 0, bytes))
-        .unwrap();
-    drain(&platform, &mut stream);
-    let mut back = vec![0u8; bytes as usize];
-    host.read(out, 0, &mut back).unwrap();
-    let sums = to_words(&back);
+    let sums = rig.read_out(&platform, n);
     assert!(sums.iter().enumerate().all(|(i, &s)| s == 3 * i as u32));
     Ok(())
 }

@@ -3,6 +3,8 @@
 use streamcore::platform::HostStorage;
 use streamcore::platform::{DeviceRange, Platform, Storage};
 
+use streamcore_hip::{HipDeviceStorage, HipHostStorage, HipPlatform, HipStream};
+
 use crate::common::{drain, host_page, host_range, platform_or_skip, visible, words};
 use crate::runner::Outcome;
 
@@ -94,33 +96,56 @@ pub fn round_trip_through_device_with_offsets() -> Outcome {
     Ok(())
 }
 
+/// The set-up of the cross-stream tests: pinned host storage, a producer
+/// and a consumer stream, and one device page of `len` bytes (`whole`).
+struct Pair {
+    host: HipHostStorage,
+    /// Held for `whole`'s page (dropping the storage frees it).
+    _device: HipDeviceStorage,
+    producer: HipStream,
+    consumer: HipStream,
+    whole: DeviceRange,
+}
+
+impl Pair {
+    fn new(platform: &HipPlatform, len: usize) -> Self {
+        let host = platform.host_storage().unwrap();
+        let mut device = platform.device_storage().unwrap();
+        let producer = platform.create_stream().unwrap();
+        let consumer = platform.create_stream().unwrap();
+        let page = device.alloc(len as u64).unwrap();
+        Self {
+            host,
+            _device: device,
+            producer,
+            consumer,
+            whole: DeviceRange {
+                page,
+                offset: 0,
+                len: len as u64,
+            },
+        }
+    }
+}
+
 pub fn wait_orders_work_across_streams() -> Outcome {
     let platform = platform_or_skip()?;
     let len: usize = 64 << 20;
-    let mut host = platform.host_storage().unwrap();
-    let mut device = platform.device_storage().unwrap();
-    let mut producer = platform.create_stream().unwrap();
-    let mut consumer = platform.create_stream().unwrap();
+    let mut p = Pair::new(&platform, len);
 
     let input = words(len / 4, |i| i ^ 0x5a5a_5a5a);
-    let src = host_page(&mut host, &input);
-    let out = host_page(&mut host, &vec![0u8; len]);
-    let page = device.alloc(len as u64).unwrap();
-    let whole = DeviceRange {
-        page,
-        offset: 0,
-        len: len as u64,
-    };
+    let src = host_page(&mut p.host, &input);
+    let out = host_page(&mut p.host, &vec![0u8; len]);
 
     platform
-        .copy_to_device(&mut producer, host_range(src, 0, len as u64), whole)
+        .copy_to_device(&mut p.producer, host_range(src, 0, len as u64), p.whole)
         .unwrap();
-    let written = platform.record(&mut producer).unwrap();
-    platform.wait(&mut consumer, &written).unwrap();
+    let written = platform.record(&mut p.producer).unwrap();
+    platform.wait(&mut p.consumer, &written).unwrap();
     platform
-        .copy_to_host(&mut consumer, whole, host_range(out, 0, len as u64))
+        .copy_to_host(&mut p.consumer, p.whole, host_range(out, 0, len as u64))
         .unwrap();
-    let done = platform.record(&mut consumer).unwrap();
+    let done = platform.record(&mut p.consumer).unwrap();
     platform.synchronize(&done).unwrap();
     assert!(
         platform.query(&written).unwrap(),
@@ -128,7 +153,7 @@ pub fn wait_orders_work_across_streams() -> Outcome {
     );
 
     let mut back = vec![0u8; len];
-    host.read(out, 0, &mut back).unwrap();
+    p.host.read(out, 0, &mut back).unwrap();
     assert!(
         back == input,
         "the consumer read before the producer's copy landed"
@@ -142,42 +167,33 @@ pub fn a_wait_keeps_its_record_when_the_event_is_reused() -> Outcome {
     // it saw, not the new one.
     let platform = platform_or_skip()?;
     let len: usize = 64 << 20;
-    let mut host = platform.host_storage().unwrap();
-    let mut device = platform.device_storage().unwrap();
-    let mut producer = platform.create_stream().unwrap();
-    let mut consumer = platform.create_stream().unwrap();
+    let mut p = Pair::new(&platform, len);
     let mut idle = platform.create_stream().unwrap();
-    let src = host_page(&mut host, &vec![0u8; len]);
-    let out = host_page(&mut host, &vec![0u8; len]);
-    let page = device.alloc(len as u64).unwrap();
-    let whole = DeviceRange {
-        page,
-        offset: 0,
-        len: len as u64,
-    };
+    let src = host_page(&mut p.host, &vec![0u8; len]);
+    let out = host_page(&mut p.host, &vec![0u8; len]);
     for round in 1..=3u32 {
         // Different bytes each round, so a stale read shows.
         let input = words(len / 4, |i| i.wrapping_mul(0x9e37_79b9) ^ round);
-        host.write(src, 0, &input).unwrap();
+        p.host.write(src, 0, &input).unwrap();
         platform
-            .copy_to_device(&mut producer, host_range(src, 0, len as u64), whole)
+            .copy_to_device(&mut p.producer, host_range(src, 0, len as u64), p.whole)
             .unwrap();
-        let written = platform.record(&mut producer).unwrap();
-        platform.wait(&mut consumer, &written).unwrap();
+        let written = platform.record(&mut p.producer).unwrap();
+        platform.wait(&mut p.consumer, &written).unwrap();
         drop(written);
         // Very likely the same driver event, re-recorded on an idle stream
         // where it passes at once.
         let reused = platform.record(&mut idle).unwrap();
         platform.synchronize(&reused).unwrap();
         platform
-            .copy_to_host(&mut consumer, whole, host_range(out, 0, len as u64))
+            .copy_to_host(&mut p.consumer, p.whole, host_range(out, 0, len as u64))
             .unwrap();
-        drain(&platform, &mut consumer);
+        drain(&platform, &mut p.consumer);
         let mut back = vec![0u8; len];
-        host.read(out, 0, &mut back).unwrap();
+        p.host.read(out, 0, &mut back).unwrap();
         assert!(back == input, "the consumer did not wait for the producer");
-        host.write(out, 0, &vec![0u8; len]).unwrap();
-        drain(&platform, &mut producer);
+        p.host.write(out, 0, &vec![0u8; len]).unwrap();
+        drain(&platform, &mut p.producer);
     }
     Ok(())
 }

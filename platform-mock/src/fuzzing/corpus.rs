@@ -51,15 +51,8 @@ pub fn scenarios() -> Vec<Program> {
         seed: 7,
         ..Config::default()
     };
-    let launch = |stream, kernel, a, b, out, k| Launch {
-        stream,
-        kernel,
-        a,
-        b,
-        out,
-        k,
-    };
-    let write = |stream, buf, fill| Write { stream, buf, fill };
+    let launch = Op::launch;
+    let write = Op::write;
     vec![
         // Capture, replay with fresh inputs, free inputs while the graph
         // holds them, release the graph.

@@ -77,56 +77,20 @@ impl Scope {
             setup: vec![
                 Op::Alloc { stream: 0, size: 1 },
                 Op::Alloc { stream: 1, size: 1 },
-                Op::Write {
-                    stream: 0,
-                    buf: 0,
-                    fill: 1,
-                },
-                Op::Write {
-                    stream: 1,
-                    buf: 1,
-                    fill: 2,
-                },
+                Op::write(0, 0, 1),
+                Op::write(1, 1, 2),
                 // Warm both streams' info caches with the alphabet's words,
                 // so launches queue no info upload (fewer commands, fewer
                 // interleavings, same behaviour otherwise).
-                Op::Launch {
-                    stream: 0,
-                    kernel: Kernel::Incr,
-                    a: 0,
-                    b: 0,
-                    out: 0,
-                    k: 1,
-                },
-                Op::Launch {
-                    stream: 1,
-                    kernel: Kernel::Incr,
-                    a: 1,
-                    b: 1,
-                    out: 1,
-                    k: 2,
-                },
+                Op::launch(0, Kernel::Incr, 0, 0, 0, 1),
+                Op::launch(1, Kernel::Incr, 1, 1, 1, 2),
                 Op::SyncAll,
             ],
             alphabet: vec![
                 // Stream 0 reads b0 and writes b1 (owned by stream 1).
-                Op::Launch {
-                    stream: 0,
-                    kernel: Kernel::Scale,
-                    a: 0,
-                    b: 0,
-                    out: 1,
-                    k: 1,
-                },
+                Op::launch(0, Kernel::Scale, 0, 0, 1, 1),
                 // Stream 1 updates the first live buffer in place.
-                Op::Launch {
-                    stream: 1,
-                    kernel: Kernel::Incr,
-                    a: 0,
-                    b: 0,
-                    out: 0,
-                    k: 2,
-                },
+                Op::launch(1, Kernel::Incr, 0, 0, 0, 2),
                 Op::Free { buf: 0 },
                 Op::Read { stream: 1, buf: 1 },
                 Op::Prepare { stream: 0 },
@@ -186,14 +150,7 @@ impl Scope {
                 base.alphabet[1],
                 Op::Free { buf: 0 },
                 Op::Alloc { stream: 0, size: 1 },
-                Op::Launch {
-                    stream: 0,
-                    kernel: Kernel::Fill,
-                    a: 0,
-                    b: 0,
-                    out: 255,
-                    k: 1,
-                },
+                Op::launch(0, Kernel::Fill, 0, 0, 255, 1),
             ],
             ..base
         }
@@ -221,19 +178,8 @@ impl Scope {
                 read_fault(0, ReadSite::Synchronize),
                 read_fault(1, ReadSite::Record),
                 read_fault(1, ReadSite::Wait),
-                Op::Launch {
-                    stream: 0,
-                    kernel: Kernel::Incr,
-                    a: 0,
-                    b: 0,
-                    out: 0,
-                    k: 1,
-                },
-                Op::Write {
-                    stream: 1,
-                    buf: 1,
-                    fill: 9,
-                },
+                Op::launch(0, Kernel::Incr, 0, 0, 0, 1),
+                Op::write(1, 1, 9),
                 Op::Read { stream: 1, buf: 1 },
                 Op::Free { buf: 0 },
             ],

@@ -1,54 +1,12 @@
-//! What a fuzz input means: a [`Program`] of [`Op`]s under a [`Config`],
-//! decoded from bytes with `arbitrary`, and encoded back (for seed corpora
-//! and regression tests).
-//!
-//! Every index in an op (stream, buffer, graph) is reduced modulo what
-//! exists when the op runs, so every byte string is a valid program.
+//! The operations of a program, and their encoding back into the bytes
+//! `arbitrary` decodes them from.
 
 use std::vec::Vec;
 
-use arbitrary::{Arbitrary, Unstructured};
-
-/// The most operations one program runs (the rest of the input is ignored),
-/// so every run ends quickly.
-pub const MAX_OPS: usize = 192;
-
-/// The most buffer handles the harness holds at once (an `Alloc` beyond it
-/// does nothing).
-pub const MAX_BUFFERS: usize = 12;
-
-/// The most graph handles the harness holds at once.
-pub const MAX_GRAPHS: usize = 6;
-
-/// Buffer sizes an op's `size` byte picks from (`size % 16`): tiny slices,
-/// the sliced pools, one size past the sliced pools' largest slice (twice
-/// as likely as the rest), and three sizes no reservation can hold: zero,
-/// more than any device's memory, and `u64::MAX`.
-pub const SIZES: [u64; 16] = [
-    4,
-    16,
-    64,
-    200,
-    1024,
-    4096,
-    65_536,
-    262_400,
-    4,
-    64,
-    200,
-    1024,
-    65_536,
-    0,
-    1 << 40,
-    u64::MAX,
-];
-
-/// The largest buffer the harness writes or keeps a model of its bytes
-/// (larger ones are only ever reservations that must fail).
-pub const MAX_MODELED: u64 = 1 << 20;
+use arbitrary::Arbitrary;
 
 /// The kernels the harness registers on the mock (see
-/// [`kernels`](super::kernels)). Every launch binds one info word `k % 4`.
+/// [`kernels`](crate::fuzzing::kernels)). Every launch binds one info word `k % 4`.
 #[derive(Arbitrary, Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kernel {
     /// `out[i] = k`.
@@ -247,74 +205,6 @@ pub enum Op {
     },
 }
 
-/// How the device of a run is set up. Every field is a raw byte the driver
-/// reduces (see [`Setup`](super::Setup)), so every input is a valid config.
-#[derive(Arbitrary, Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Config {
-    /// Number of streams the ops use: `1 + streams % max` (the profile's max).
-    pub streams: u8,
-    /// Seed of the mock's seeded scheduler (and the harness layout, `seed % 3`,
-    /// when `layout` picks the harness's own).
-    pub seed: u8,
-    /// Drop-queue thresholds: `0` the device preset, otherwise at most
-    /// `flush % 4 + 1` items (tiny, to flush often).
-    pub flush: u8,
-    /// The device properties the platform reports (`device % 16`): sane
-    /// ones, or zero memory, pages of `u64::MAX` or `2^63` bytes, alignments
-    /// of 0, 3 or `2^63`, …; and whether the device storages offer
-    /// resizable pages (virtual memory, `device / 16 % 4 == 3`, with sane
-    /// properties and layouts).
-    pub device: u8,
-    /// The pool layout (`layout % 16`): the harness's, the core's presets
-    /// for the properties, or adversarial ones (pages of `u64::MAX` bytes,
-    /// alignment `2^63`, a one-page budget, caps, …).
-    pub layout: u8,
-    /// The stream count given to the device (`declared % 16`): mostly the
-    /// streams the ops use, else the bound, one past it, zero, `u16::MAX`,
-    /// or more than the ops use (their ids then spread up to the last).
-    pub declared: u8,
-}
-
-/// A run: a config and the operations.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Program {
-    /// The device setup.
-    pub config: Config,
-    /// The operations, in order.
-    pub ops: Vec<Op>,
-}
-
-impl Program {
-    /// Decodes a program from fuzz input: the config, then operations until
-    /// the input (or [`MAX_OPS`]) runs out. Never fails: missing bytes read
-    /// as zero.
-    pub fn decode(data: &[u8]) -> Self {
-        let mut u = Unstructured::new(data);
-        let config = Config::arbitrary(&mut u).unwrap_or_default();
-        let mut ops = Vec::new();
-        while !u.is_empty() && ops.len() < MAX_OPS {
-            match Op::arbitrary(&mut u) {
-                Ok(op) => ops.push(op),
-                Err(_) => break,
-            }
-        }
-        Self { config, ops }
-    }
-
-    /// Bytes that [`Program::decode`] turns back into this program (the
-    /// inverse of `arbitrary`'s derived format: enum tags as little-endian
-    /// `u32`s, `u8` fields as one byte each).
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        let c = self.config;
-        out.extend_from_slice(&[c.streams, c.seed, c.flush, c.device, c.layout, c.declared]);
-        for op in &self.ops {
-            op.encode(&mut out);
-        }
-        out
-    }
-}
-
 /// The `u32` whose `(x * count) >> 32` is `index`: how the derive picks a
 /// variant.
 fn tag(out: &mut Vec<u8>, index: u32, count: u32) {
@@ -322,13 +212,15 @@ fn tag(out: &mut Vec<u8>, index: u32, count: u32) {
     out.extend_from_slice(&(x as u32).to_le_bytes());
 }
 
+/// The tag of `value`, one of `all` (every variant, in declaration order).
+fn tag_of<T: PartialEq>(out: &mut Vec<u8>, all: &[T], value: T) {
+    let index = all.iter().position(|v| *v == value).unwrap_or(0);
+    tag(out, index as u32, all.len() as u32);
+}
+
 impl Kernel {
     /// Every kernel, in declaration order.
     pub const ALL: [Kernel; 4] = [Kernel::Fill, Kernel::Scale, Kernel::Add, Kernel::Incr];
-
-    fn index(self) -> u32 {
-        Self::ALL.iter().position(|k| *k == self).unwrap_or(0) as u32
-    }
 
     /// Inputs the kernel reads (beside its output).
     pub fn inputs(self) -> usize {
@@ -348,10 +240,6 @@ impl FaultSite {
         FaultSite::DeviceAlloc,
         FaultSite::EndCapture,
     ];
-
-    fn index(self) -> u32 {
-        Self::ALL.iter().position(|k| *k == self).unwrap_or(0) as u32
-    }
 }
 
 impl ReadSite {
@@ -361,10 +249,6 @@ impl ReadSite {
         ReadSite::CopyToHost,
         ReadSite::Wait,
     ];
-
-    fn index(self) -> u32 {
-        Self::ALL.iter().position(|k| *k == self).unwrap_or(0) as u32
-    }
 }
 
 impl Foreign {
@@ -376,16 +260,30 @@ impl Foreign {
         Foreign::Replay,
         Foreign::Query,
     ];
-
-    fn index(self) -> u32 {
-        Self::ALL.iter().position(|k| *k == self).unwrap_or(0) as u32
-    }
 }
 
 /// Number of [`Op`] variants.
 pub const OP_KINDS: u32 = 21;
 
 impl Op {
+    /// [`Op::Write`] of the pattern `fill` into buffer `buf` on `stream`.
+    pub const fn write(stream: u8, buf: u8, fill: u8) -> Op {
+        Op::Write { stream, buf, fill }
+    }
+
+    /// [`Op::Launch`] of `kernel` on `stream`: inputs `a` and `b`, output
+    /// `out`, scalar `k`.
+    pub const fn launch(stream: u8, kernel: Kernel, a: u8, b: u8, out: u8, k: u8) -> Op {
+        Op::Launch {
+            stream,
+            kernel,
+            a,
+            b,
+            out,
+            k,
+        }
+    }
+
     /// The variant's index in declaration order (what the derive decodes).
     pub fn kind_index(&self) -> u32 {
         match self {
@@ -432,7 +330,7 @@ impl Op {
                 k,
             } => {
                 out.push(stream);
-                tag(out, kernel.index(), 4);
+                tag_of(out, &Kernel::ALL, kernel);
                 out.extend_from_slice(&[a, b, o, k]);
             }
             Op::CrossUse { stream, buf, k } => out.extend_from_slice(&[stream, buf, k]),
@@ -444,139 +342,23 @@ impl Op {
             Op::Replay { graph } | Op::DropGraph { graph } => out.push(graph),
             Op::InstallPools { preset } => out.push(preset),
             Op::SyncAll | Op::Poll | Op::Cleanup => {}
-            Op::Fault { site } => tag(out, site.index(), FaultSite::ALL.len() as u32),
+            Op::Fault { site } => tag_of(out, &FaultSite::ALL, site),
             Op::ReadFault { stream, buf, site } => {
                 out.extend_from_slice(&[stream, buf]);
-                tag(out, site.index(), ReadSite::ALL.len() as u32);
+                tag_of(out, &ReadSite::ALL, site);
             }
             Op::Foreign { what, stream, buf } => {
-                tag(out, what.index(), Foreign::ALL.len() as u32);
+                tag_of(out, &Foreign::ALL, what);
                 out.extend_from_slice(&[stream, buf]);
             }
         }
-    }
-}
-
-/// Which part of the op space a fuzz target explores. Every target runs the
-/// same driver and oracle; a profile only filters the ops, bounds the
-/// streams and picks the drop-queue thresholds.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Profile {
-    /// Everything.
-    All,
-    /// Orders of frees, syncs and capture transitions (prepare, begin, end,
-    /// replay, release, abort) on one or two streams.
-    CaptureFreeOrderings,
-    /// Cross-stream producers and consumers, syncs, polls and reads whose
-    /// synchronization fails, on two to four streams, no capture.
-    MultiStreamSync,
-    /// Injected faults, skipped launches, taint through launches, writes,
-    /// reads and replays, refused windows, handles of another device.
-    TaintPropagation,
-    /// Deferred frees under tiny flush thresholds: frees, polls, syncs,
-    /// cleanups, pool installs, graph releases, reads whose synchronization
-    /// fails.
-    DropQueue,
-}
-
-impl Profile {
-    /// Every profile that has a fuzz target, with the target's name.
-    pub const TARGETS: [(&'static str, Profile); 4] = [
-        ("capture_free_orderings", Profile::CaptureFreeOrderings),
-        ("multi_stream_sync", Profile::MultiStreamSync),
-        ("taint_propagation", Profile::TaintPropagation),
-        ("drop_queue", Profile::DropQueue),
-    ];
-
-    /// The profile of a fuzz target's name.
-    pub fn of_target(name: &str) -> Option<Profile> {
-        Self::TARGETS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, p)| *p)
-    }
-
-    /// The most streams a program of this profile uses.
-    pub fn max_streams(self) -> u8 {
-        match self {
-            Profile::All => 4,
-            Profile::CaptureFreeOrderings => 2,
-            Profile::MultiStreamSync => 4,
-            Profile::TaintPropagation => 2,
-            Profile::DropQueue => 3,
-        }
-    }
-
-    /// The fewest streams.
-    pub fn min_streams(self) -> u8 {
-        match self {
-            Profile::MultiStreamSync => 2,
-            _ => 1,
-        }
-    }
-
-    /// Whether the profile runs `op`.
-    pub fn admits(self, op: &Op) -> bool {
-        match self {
-            Profile::All => true,
-            Profile::CaptureFreeOrderings => !matches!(op, Op::InstallPools { .. }),
-            Profile::MultiStreamSync => matches!(
-                op,
-                Op::Alloc { .. }
-                    | Op::Free { .. }
-                    | Op::Write { .. }
-                    | Op::Read { .. }
-                    | Op::ReadFault { .. }
-                    | Op::Launch { .. }
-                    | Op::CrossUse { .. }
-                    | Op::Sync { .. }
-                    | Op::SyncAll
-                    | Op::Poll
-                    | Op::Cleanup
-            ),
-            Profile::TaintPropagation => !matches!(
-                op,
-                Op::InstallPools { .. } | Op::Cleanup | Op::Poll | Op::Sync { .. }
-            ),
-            Profile::DropQueue => {
-                !matches!(op, Op::Empty { .. } | Op::Fault { .. } | Op::Foreign { .. })
-            }
-        }
-    }
-
-    /// Whether the profile forces tiny flush thresholds.
-    pub fn tiny_flush(self) -> bool {
-        matches!(self, Profile::DropQueue)
-    }
-
-    /// The program as this profile runs it: stream count bounded, ops
-    /// filtered.
-    pub fn shape(self, mut program: Program) -> Program {
-        let span = self.max_streams() - self.min_streams() + 1;
-        program.config.streams = self.min_streams() - 1 + program.config.streams % span;
-        if self.tiny_flush() && program.config.flush == 0 {
-            program.config.flush = 1;
-        }
-        program.ops.retain(|op| self.admits(op));
-        program
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Config, Program};
     use super::*;
-
-    #[test]
-    fn encode_is_the_inverse_of_decode() {
-        let mut rng = crate::rng::SplitMix64::new(3);
-        for _ in 0..300 {
-            let len = rng.below(200) as usize;
-            let bytes: Vec<u8> = (0..len).map(|_| rng.below(256) as u8).collect();
-            let p = Program::decode(&bytes);
-            let again = Program::decode(&p.encode());
-            assert_eq!(again, p);
-        }
-    }
 
     #[test]
     fn every_variant_round_trips() {

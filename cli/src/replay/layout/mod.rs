@@ -1,0 +1,205 @@
+//! `--layout`: a preset name or a layout file (JSON), validated into a
+//! [`MemoryLayout`].
+//!
+//! The file format (every member but `pools` / `preset` optional):
+//!
+//! ```json
+//! {
+//!   "alignment": 256,
+//!   "pools": [
+//!     {"kind": "small",     "page_size": "1 MiB", "max_slice": "1 KiB"},
+//!     {"kind": "sliced",    "page_size": "4 MiB", "max_slice": "256 KiB", "cap": "2 GiB"},
+//!     {"kind": "exclusive", "max_slice": "32 GiB"}
+//!   ],
+//!   "policy": {"trim_before_grow": true, "release_idle_after": 10000,
+//!              "fit_slack_shift": 5, "max_pages": 1048576}
+//! }
+//! ```
+//!
+//! or `{"preset": "balanced", "policy": {...}}` to change only the policy of
+//! a preset.
+//!
+//! A layout that is valid in itself is then checked against the device it
+//! would run on ([`check_device`]): no pool may make pages larger than the
+//! device's largest page, and the alignment must fit in one. Otherwise the
+//! first allocation in that pool would fail, deep into the replay.
+
+mod device;
+mod file;
+mod values;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use streamcore::memory::{LayoutError, LayoutPreset, MemoryLayout};
+use streamcore::platform::DeviceProperties;
+
+pub use device::{DeviceMismatch, check_device};
+pub use file::{FileError, parse};
+
+/// The presets `--layout` knows, by name.
+pub const PRESETS: [(&str, LayoutPreset); 3] = [
+    ("balanced", LayoutPreset::Balanced),
+    ("exclusive-pages", LayoutPreset::ExclusivePages),
+    ("sliced", LayoutPreset::Sliced),
+];
+
+/// A layout and the name it is reported under.
+#[derive(Clone, Debug)]
+pub struct ChosenLayout {
+    /// The preset's name or the file's path.
+    pub name: String,
+    /// The validated layout.
+    pub layout: MemoryLayout,
+}
+
+/// Why `--layout` was refused.
+#[derive(Debug)]
+pub enum LayoutArgError {
+    /// Neither a preset nor an existing file.
+    Unknown {
+        /// What was given.
+        given: String,
+    },
+    /// The file could not be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not JSON, or a member is wrong.
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// Where in the document (`pools[1].page_size`), empty for the top.
+        at: String,
+        /// Why.
+        why: String,
+    },
+    /// The layout itself was refused.
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The layout's own error.
+        error: LayoutError,
+    },
+    /// The layout does not fit the device.
+    Device {
+        /// The file.
+        path: PathBuf,
+        /// What does not fit.
+        mismatch: DeviceMismatch,
+    },
+}
+
+impl fmt::Display for LayoutArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LayoutArgError::Unknown { given } => {
+                write!(f, "--layout {given}: no such preset or file (presets: ")?;
+                for (i, (name, _)) in PRESETS.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    write!(f, "{sep}{name}")?;
+                }
+                write!(f, ")")
+            }
+            LayoutArgError::Read { path, source } => {
+                write!(f, "layout file {}: {source}", path.display())
+            }
+            LayoutArgError::Format { path, at, why } if at.is_empty() => {
+                write!(f, "layout file {}: {why}", path.display())
+            }
+            LayoutArgError::Format { path, at, why } => {
+                write!(f, "layout file {}: {at}: {why}", path.display())
+            }
+            LayoutArgError::Invalid { path, error } => {
+                write!(f, "layout file {}: {error}", path.display())
+            }
+            LayoutArgError::Device { path, mismatch } => {
+                write!(f, "layout file {}: {mismatch}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for LayoutArgError {}
+
+/// Resolves `--layout`: a preset name first, else a file.
+pub fn choose(given: &str, props: &DeviceProperties) -> Result<ChosenLayout, LayoutArgError> {
+    if let Some(preset) = preset_named(given) {
+        return Ok(ChosenLayout {
+            name: given.to_owned(),
+            layout: MemoryLayout::preset(preset, props),
+        });
+    }
+    let path = Path::new(given);
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(LayoutArgError::Unknown {
+                given: given.to_owned(),
+            });
+        }
+        Err(source) => {
+            return Err(LayoutArgError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let layout = parse(&text, props).map_err(|e| match e {
+        FileError::Format { at, why } => LayoutArgError::Format {
+            path: path.to_path_buf(),
+            at,
+            why,
+        },
+        FileError::Invalid(error) => LayoutArgError::Invalid {
+            path: path.to_path_buf(),
+            error,
+        },
+    })?;
+    check_device(&layout, props).map_err(|mismatch| LayoutArgError::Device {
+        path: path.to_path_buf(),
+        mismatch,
+    })?;
+    Ok(ChosenLayout {
+        name: given.to_owned(),
+        layout,
+    })
+}
+
+fn preset_named(name: &str) -> Option<LayoutPreset> {
+    PRESETS.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+}
+
+/// The device of the layout tests: an H200's memory, a quarter of it per
+/// page.
+#[cfg(test)]
+fn props() -> DeviceProperties {
+    DeviceProperties {
+        total_memory: 141_000_000_000,
+        max_page_size: 141_000_000_000 / 4,
+        alignment: 256,
+        integrated: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_and_unknown_names() {
+        for (name, preset) in PRESETS {
+            let c = choose(name, &props()).unwrap();
+            assert_eq!(c.layout, MemoryLayout::preset(preset, &props()));
+        }
+        let e = choose("no-such-layout", &props()).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("no such preset or file") && text.contains("exclusive-pages"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,107 @@
+//! `--layout`: presets, layout files, and layouts refused before the
+//! first event.
+
+use super::*;
+
+#[test]
+fn layouts_by_preset_and_by_file() {
+    let dir = scratch("layouts");
+    let t = trace("two_stream_pipeline");
+    let mut storage_allocs = Vec::new();
+    for preset in ["balanced", "exclusive-pages", "sliced"] {
+        let out = replay(&[&"--json", &"--layout", &preset, &t]);
+        assert!(out.status.success(), "{preset}: {}", text(&out.stderr));
+        let v = &json_lines(&out)[0];
+        assert_eq!(v.get("layout").and_then(Value::as_str), Some(preset));
+        storage_allocs.push(u(v, "storage_allocs"));
+    }
+    assert!(
+        storage_allocs[2] < storage_allocs[1],
+        "sliced pages serve many requests each: {storage_allocs:?}"
+    );
+
+    let file = dir.join("layout.json");
+    std::fs::write(
+        &file,
+        r#"{"pools": [
+              {"kind": "small", "page_size": "1 MiB", "max_slice": "1 KiB"},
+              {"kind": "exclusive", "max_slice": "1 GiB"}],
+            "policy": {"release_idle_after": 64}}"#,
+    )
+    .unwrap();
+    let out = replay(&[&"--json", &"--layout", &file, &t]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(u(&json_lines(&out)[0], "events"), 968);
+
+    // Refused layouts: the layout's own typed error, before any trace.
+    std::fs::write(
+        &file,
+        r#"{"pools": [{"kind": "sliced", "page_size": "1 MiB", "max_slice": "2 MiB"}]}"#,
+    )
+    .unwrap();
+    let out = replay(&[&"--layout", &file, &t]);
+    assert_refused(
+        &out,
+        &["pool 0: largest slice 2097152 B exceeds its page size"],
+    );
+    assert!(out.stdout.is_empty());
+    std::fs::write(&file, r#"{"pools": [{"kind": "sliced", "max_slice": 1}]}"#).unwrap();
+    assert_refused(
+        &replay(&[&"--layout", &file, &t]),
+        &["pools[0]: missing \"page_size\""],
+    );
+    assert_refused(
+        &replay(&[&"--layout", &"tiny", &t]),
+        &["--layout tiny: no such preset or file", "exclusive-pages"],
+    );
+}
+
+#[test]
+fn layouts_that_do_not_fit_the_device_are_refused_before_the_first_event() {
+    let dir = scratch("layouts-device");
+    let t = trace("two_stream_pipeline");
+    let file = dir.join("layout.json");
+    // The bad layouts of the memory issue, and what each line must name.
+    let cases = [
+        (
+            r#"{"pools": [{"kind": "sliced", "page_size": 18446744073709551615, "max_slice": "1 MiB"}]}"#,
+            "pool 0",
+        ),
+        (
+            r#"{"alignment": 9223372036854775808, "pools": [{"kind": "exclusive", "max_slice": "1 GiB"}]}"#,
+            "alignment",
+        ),
+        (
+            r#"{"pools": [{"kind": "sliced", "page_size": "1 TiB", "max_slice": "1 MiB"}]}"#,
+            "pool 0 (sliced): page size 1.00 TiB",
+        ),
+        (
+            r#"{"pools": [{"kind": "exclusive", "max_slice": "200 TiB"}]}"#,
+            "pool 0 (exclusive): largest page 200.00 TiB",
+        ),
+    ];
+    for (layout, needle) in cases {
+        std::fs::write(&file, layout).unwrap();
+        let out = replay(&[&"--layout", &file, &t]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{layout}: {err}");
+        assert_eq!(err.lines().count(), 1, "{layout}: one line: {err}");
+        assert!(
+            err.contains("layout file") && err.contains(needle),
+            "{layout}: {err}"
+        );
+        assert!(
+            !err.contains("event"),
+            "{layout}: refused before the replay: {err}"
+        );
+        assert!(!err.contains("panicked"), "{layout}: {err}");
+        assert!(out.stdout.is_empty(), "{layout}: no table");
+    }
+    // The ones the layout's own rules accept say what does not fit.
+    std::fs::write(&file, cases[2].0).unwrap();
+    let err = text(&replay(&[&"--layout", &file, &t]).stderr);
+    assert!(
+        err.contains("is larger than the device's largest page, 32.82 GiB"),
+        "{err}"
+    );
+}

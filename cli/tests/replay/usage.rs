@@ -1,0 +1,58 @@
+//! The command line itself: usage errors, `--help`, and `--platform hip`
+//! where no HIP runtime (or no HIP support) is there.
+
+use super::*;
+
+#[test]
+fn no_trace_is_a_usage_error() {
+    let out = replay(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("<TRACE>"));
+}
+
+#[test]
+fn help_documents_the_layout_file_and_the_outputs() {
+    let out = replay(&[&"--help"]);
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    for needle in [
+        "--json",
+        "--svg <FILE>",
+        "--layout <PRESET|FILE>",
+        "balanced, exclusive-pages, sliced",
+        "Layout files",
+        "\"max_slice\"",
+        "release_idle_after",
+        "141,000,000,000 B (131.32 GiB)",
+        "checked against it before the first event",
+        "labels them \"PyTorch, recorded\"",
+        "not a replay",
+        "recorded_torch_",
+        "binary units",
+        "must end in `.svg`",
+    ] {
+        assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
+    }
+}
+
+#[cfg(feature = "hip")]
+#[test]
+fn hip_without_a_runtime_says_so_in_one_line() {
+    let trace = trace("two_stream_pipeline");
+    common::assert_no_hip_runtime([
+        "replay".as_ref(),
+        "--platform".as_ref(),
+        "hip".as_ref(),
+        trace.as_os_str(),
+    ]);
+}
+
+#[cfg(not(feature = "hip"))]
+#[test]
+fn hip_in_a_build_without_it_says_so_in_one_line() {
+    let out = replay(&[&"--platform", &"hip", &trace("two_stream_pipeline")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.contains("built without HIP support"), "{err}");
+}
