@@ -243,13 +243,15 @@ fn manager_reserve_free_4kib(b: Bencher<'_, '_>) {
 fn alloc_use_drop_poll_1mib(b: Bencher<'_, '_>) {
     let d = device();
     let k = kernel(&d, 1);
-    b.bench_local(|| {
-        let buf = d.alloc(S0, MIB).unwrap();
-        let r = d.launch(S0, k, LaunchDims::linear(1, 1), &[buf.write()], &[]);
-        assert_eq!(r.unwrap(), Launched::Queued);
-        drop(black_box(buf));
-        d.poll().unwrap();
-    });
+    b.bench_local(|| alloc_use_drop_poll(&d, k));
+}
+
+fn alloc_use_drop_poll(d: &Device<Null>, k: KernelId) {
+    let buf = d.alloc(S0, MIB).unwrap();
+    let r = d.launch(S0, k, LaunchDims::linear(1, 1), &[buf.write()], &[]);
+    assert_eq!(r.unwrap(), Launched::Queued);
+    drop(black_box(buf));
+    d.poll().unwrap();
 }
 
 /// The loop a profiler runs for `name`.
@@ -286,6 +288,11 @@ fn profile(name: &str, iters: u64) {
         "manager_reserve_free_4kib" => {
             let mut m = manager();
             (0..iters).for_each(|_| manager_pair(&mut m, 4096));
+        }
+        "alloc_use_drop_poll_1mib" => {
+            let d = device();
+            let k = kernel(&d, 1);
+            (0..iters).for_each(|_| alloc_use_drop_poll(&d, k));
         }
         // ITERS counts stages here (rounds of STAGES).
         "pipeline_round_64_stages" => {

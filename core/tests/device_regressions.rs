@@ -118,6 +118,18 @@ fn a_launch_refused_for_its_arguments_leaves_the_info_cache_alone() {
     );
     let s = a.stats();
     assert_eq!((s.launches, s.info_misses, s.info_hits), (1, 1, 0));
+    // Refused again while the words are the stream's last hit (served
+    // without a cache call): no hit is counted.
+    assert_eq!(
+        a.launch(S0, k, dims, &[out.write()], &[7]).unwrap(),
+        Launched::Queued
+    );
+    assert!(matches!(
+        a.launch(S0, k, dims, &[foreign.write()], &[7]),
+        Err(Error::StaleBuffer(_))
+    ));
+    let s = a.stats();
+    assert_eq!((s.launches, s.info_misses, s.info_hits), (2, 1, 1));
 }
 
 /// Item 4: `empty(stream, 0)` is claimed by its failed reservation: work

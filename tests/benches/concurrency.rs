@@ -140,14 +140,7 @@ where
         while rig.p.syncs() == 0 {
             thread::yield_now();
         }
-        let timer = {
-            let stop = Arc::clone(&stop);
-            let secs = s.secs;
-            thread::spawn(move || {
-                thread::sleep(Duration::from_secs_f64(secs));
-                stop.store(true, Ordering::Relaxed);
-            })
-        };
+        let timer = stop_after(s.secs, &stop);
         let (n, mut lat) = rig.launch_until(StreamId(1), &stop, true);
         timer.join().unwrap();
         syncer.join().unwrap();
@@ -172,54 +165,63 @@ fn scaling<L: RawLock>(s: &Setup) -> (f64, f64)
 where
     Device<Paced<Null>, L>: Send + Sync,
 {
-    let run = |threads: u16| -> f64 {
+    one_and_two(s, |threads| {
         let rig = Arc::new(Rig::<L>::new(s));
-        let stop = Arc::new(AtomicBool::new(false));
-        let workers: Vec<_> = (0..threads)
-            .map(|t| {
-                let (rig, stop) = (Arc::clone(&rig), Arc::clone(&stop));
-                thread::spawn(move || rig.launch_until(StreamId(t), &stop, false).0)
-            })
-            .collect();
-        let t0 = Instant::now();
-        thread::sleep(Duration::from_secs_f64(s.secs));
-        stop.store(true, Ordering::Relaxed);
-        let n: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
-        n as f64 / t0.elapsed().as_secs_f64()
-    };
-    let one = median((0..s.trials).map(|_| run(1)).collect());
-    let two = median((0..s.trials).map(|_| run(2)).collect());
-    (one, two)
+        rate(s, threads, |t, stop| {
+            let rig = Arc::clone(&rig);
+            thread::spawn(move || rig.launch_until(StreamId(t), &stop, false).0)
+        })
+    })
 }
 
 /// What this machine allows, without a device: threads that only burn the
 /// launch cost, one then two. Returns (one, two) iterations per second.
 fn ceiling(s: &Setup) -> (f64, f64) {
-    let run = |threads: usize| -> f64 {
-        let stop = Arc::new(AtomicBool::new(false));
-        let launch = s.launch;
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                let stop = Arc::clone(&stop);
-                thread::spawn(move || {
-                    let mut n = 0u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        let until = Instant::now() + launch;
-                        while Instant::now() < until {
-                            std::hint::spin_loop();
-                        }
-                        n += 1;
+    let launch = s.launch;
+    one_and_two(s, |threads| {
+        rate(s, threads, |_, stop| {
+            thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let until = Instant::now() + launch;
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
                     }
-                    n
-                })
+                    n += 1;
+                }
+                n
             })
-            .collect();
-        let t0 = Instant::now();
-        thread::sleep(Duration::from_secs_f64(s.secs));
+        })
+    })
+}
+
+/// A thread that raises `stop` after `secs` seconds.
+fn stop_after(secs: f64, stop: &Arc<AtomicBool>) -> thread::JoinHandle<()> {
+    let stop = Arc::clone(stop);
+    thread::spawn(move || {
+        thread::sleep(Duration::from_secs_f64(secs));
         stop.store(true, Ordering::Relaxed);
-        let n: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
-        n as f64 / t0.elapsed().as_secs_f64()
-    };
+    })
+}
+
+/// Runs `threads` workers (`spawn(index, stop)`) for the setup's seconds,
+/// then stops them. Returns their summed count per second.
+fn rate(
+    s: &Setup,
+    threads: u16,
+    spawn: impl Fn(u16, Arc<AtomicBool>) -> thread::JoinHandle<u64>,
+) -> f64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers: Vec<_> = (0..threads).map(|t| spawn(t, Arc::clone(&stop))).collect();
+    let t0 = Instant::now();
+    thread::sleep(Duration::from_secs_f64(s.secs));
+    stop.store(true, Ordering::Relaxed);
+    let n: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    n as f64 / t0.elapsed().as_secs_f64()
+}
+
+/// The medians over the setup's trials of `run(1)` and `run(2)`.
+fn one_and_two(s: &Setup, run: impl Fn(u16) -> f64) -> (f64, f64) {
     let one = median((0..s.trials).map(|_| run(1)).collect());
     let two = median((0..s.trials).map(|_| run(2)).collect());
     (one, two)
@@ -234,14 +236,7 @@ where
     let worst = (0..s.trials).map(|_| {
         let rig = Rig::<L>::new(s);
         let stop = Arc::new(AtomicBool::new(false));
-        let timer = {
-            let stop = Arc::clone(&stop);
-            let secs = s.secs;
-            thread::spawn(move || {
-                thread::sleep(Duration::from_secs_f64(secs));
-                stop.store(true, Ordering::Relaxed);
-            })
-        };
+        let timer = stop_after(s.secs, &stop);
         let (_, lat) = rig.launch_until(StreamId(1), &stop, true);
         timer.join().unwrap();
         lat.into_iter().max().unwrap_or_default().as_secs_f64()

@@ -140,7 +140,7 @@ macro_rules! for_each_scenario {
         $($m)::+! { $($arg;)?
             upload_launch_chain_download,
             producer_consumer_waits_once,
-            free_while_in_flight_is_not_reused,
+            free_while_in_flight_is_reused_in_stream_order,
             capture_replay_with_fresh_inputs,
             capture_doomed_by_failure,
             taint_chain_and_recovery,

@@ -131,9 +131,11 @@ pub fn producer_consumer_waits_once<H: Harness>(h: &H) -> Result<(), Skip> {
     Ok(())
 }
 
-/// A buffer dropped while work on it is queued keeps its bytes until the
-/// fence behind it passes: a new buffer does not get the same range.
-pub fn free_while_in_flight_is_not_reused<H: Harness>(h: &H) -> Result<(), Skip> {
+/// A buffer dropped while only its own stream's work on it is queued goes
+/// back to the pool in stream order: the same stream's next buffer gets the
+/// same bytes at once, no fence (its later work runs after the queued use),
+/// and what it reads is its own write.
+pub fn free_while_in_flight_is_reused_in_stream_order<H: Harness>(h: &H) -> Result<(), Skip> {
     let d = h.device(&Setup::streams(1))?;
     let fill = load(&d, &kernels::FILL);
     let n = 4096usize;
@@ -142,7 +144,12 @@ pub fn free_while_in_flight_is_not_reused<H: Harness>(h: &H) -> Result<(), Skip>
     queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 9]));
     drop(a);
     let b = d.alloc(S0, 4 * n as u64).unwrap();
-    assert_ne!(d.range_of(&b), Some(a_range), "in-flight bytes were reused");
+    assert_eq!(d.stats().ordered_frees, 1, "freed in stream order");
+    assert_eq!(
+        d.range_of(&b),
+        Some(a_range),
+        "reused at once, in stream order"
+    );
     queued(d.launch(S0, fill, dims(n), &[b.write()], &[n as u64, 4]));
     assert_eq!(read_words(&d, S0, &b), vec![4; n]);
     drop(b);

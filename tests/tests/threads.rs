@@ -82,6 +82,8 @@ fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) 
     }
 }
 
+const S0: StreamId = StreamId(0);
+
 type PacedMock = Paced<MockPlatform>;
 
 fn paced(streams: u16) -> (Arc<Device<PacedMock>>, PacedMock) {
@@ -216,4 +218,56 @@ fn sync_all_reports_when_work_keeps_it_from_settling() {
     drop(out);
     d.sync_all().unwrap();
     d.with_platform(|p| p.inner().assert_no_hazards());
+}
+
+/// A launch the platform refuses after the device lock was let go (the
+/// call made holding only the stream's lane) goes back for the lock to
+/// claim its outputs. It must let the lane go first: another thread may
+/// hold the device lock meanwhile and wait for that lane (its own launch
+/// on the stream), and the two would wait for each other forever.
+#[test]
+fn a_launch_refused_outside_the_lock_lets_its_lane_go_before_relocking() {
+    use streamcore_mock::fault::{Effect, FaultInjector, FaultPlan, Rule, Site, Trigger};
+    let mock = MockPlatform::with_config(MockConfig::default().seed(5)).unwrap();
+    kernels::register_mock(&mock);
+    let faults = FaultInjector::new(mock, FaultPlan::new());
+    faults.add_rule(Rule {
+        site: Site::Launch,
+        trigger: Trigger::Nth(1),
+        effect: Effect::Fail(streamcore::platform::ErrorKind::Other),
+    });
+    let p = Paced::new(faults);
+    let d = Arc::new(Device::new(p.clone(), DeviceConfig::with_streams(1)).unwrap());
+    let scale = d.load_kernel(&kernels::SCALE).unwrap();
+    let n = 64usize;
+    let x = d.upload(S0, &bytes(&vec![2; n])).unwrap();
+    let (y, z) = (
+        d.alloc(S0, 4 * n as u64).unwrap(),
+        d.alloc(S0, 4 * n as u64).unwrap(),
+    );
+    d.sync_all().unwrap();
+    // The first launch's platform call takes 50 ms, then fails; the second
+    // thread launches on the same stream meanwhile.
+    p.set_launch_cost(Duration::from_millis(50));
+    let first = {
+        let (d, x, y) = (Arc::clone(&d), x.clone(), y.clone());
+        thread::spawn(move || d.launch(S0, scale, dims(n), &[x.read(), y.write()], &[n as u64, 3]))
+    };
+    thread::sleep(Duration::from_millis(10));
+    let second = {
+        let (d, x, z) = (Arc::clone(&d), x.clone(), z.clone());
+        within(10, move || {
+            d.launch(S0, scale, dims(n), &[x.read(), z.write()], &[n as u64, 5])
+        })
+    };
+    let first = within(10, move || first.join().unwrap());
+    assert!(
+        matches!(first, Err(Error::Failed { op: "launch", .. })),
+        "{first:?}"
+    );
+    assert!(second.is_ok(), "{second:?}");
+    p.set_launch_cost(Duration::ZERO);
+    assert_eq!(words(&d.read(S0, &z).unwrap()), vec![10; n]);
+    drop((x, y, z));
+    d.sync_all().unwrap();
 }

@@ -24,6 +24,11 @@ pub struct BufferId {
 }
 
 impl BufferId {
+    /// The slot index.
+    pub(crate) const fn index(self) -> u32 {
+        self.index
+    }
+
     /// The id as one number (unique among every buffer the device ever had,
     /// until a slot's generation wraps after 2^32 reuses).
     pub const fn as_u64(self) -> u64 {
@@ -274,6 +279,15 @@ impl<H: Copy> BufferTable<H> {
         Ok(Buffer::issue(share, id, size, owner, device, releases))
     }
 
+    /// The id of the live buffer at slot `index`, if any.
+    #[inline]
+    pub fn live_id(&self, index: u32) -> Option<BufferId> {
+        self.slots.key_at(index).map(|k| BufferId {
+            index: k.index,
+            generation: k.generation,
+        })
+    }
+
     /// The buffer, if `id` is live.
     #[inline]
     pub fn get(&self, id: BufferId) -> Result<BufferRef<'_, H>, StaleBuffer> {
@@ -358,7 +372,10 @@ impl<H: Copy> BufferTable<H> {
                 }
             }
         }
-        self.remove(id).ok()?;
+        // Idle: every use is complete, so the row goes back clean.
+        let users = slot.users;
+        self.slots.remove(key(id))?;
+        self.clear_row(id.index, users);
         Some((owner, handle, size))
     }
 
@@ -366,8 +383,15 @@ impl<H: Copy> BufferTable<H> {
     /// cleared, and its handle allocation) serves a later buffer.
     pub fn remove(&mut self, id: BufferId) -> Result<(), StaleBuffer> {
         let slot = self.slots.remove(key(id)).ok_or(StaleBuffer(id))?;
-        let start = id.index as usize * self.streams;
-        match slot.users {
+        self.clear_row(id.index, slot.users);
+        Ok(())
+    }
+
+    /// Clears the use row of slot `index`, whose buffer had `users`.
+    #[inline]
+    fn clear_row(&mut self, index: u32, users: u32) {
+        let start = index as usize * self.streams;
+        match users {
             NO_USER => {}
             MANY_USERS => {
                 if let Some(row) = self.uses.get_mut(start..start + self.streams) {
@@ -380,7 +404,6 @@ impl<H: Copy> BufferTable<H> {
                 }
             }
         }
-        Ok(())
     }
 }
 

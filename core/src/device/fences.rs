@@ -65,6 +65,17 @@ impl<P: Platform> Inner<P> {
         }
     }
 
+    /// Notes that `sid` completed everything up to `cursor`: the sync table
+    /// learns it, and so does the stream's pool (bytes it took back in
+    /// stream order up to there may now be given back to the storage).
+    pub(crate) fn note_completed(&mut self, sid: StreamId, cursor: Cursor) -> Res<(), P> {
+        self.sync.completed(sid, cursor)?;
+        if let Some(st) = self.streams.get_mut(sid) {
+            st.memory.complete(cursor);
+        }
+        Ok(())
+    }
+
     /// Releases, without blocking, everything of `sid` whose fence passed.
     pub(crate) fn reclaim<L: RawLock>(&mut self, env: &Env<P, L>, sid: StreamId) -> Res<usize, P> {
         if self.recording > 0 {
@@ -101,7 +112,7 @@ impl<P: Platform> Inner<P> {
             if let Some(st) = self.streams.get_mut(sid) {
                 st.progress = None;
             }
-            self.sync.completed(sid, c)?;
+            self.note_completed(sid, c)?;
             self.release_pins(env, sid)?;
         }
         match polled {
@@ -143,7 +154,7 @@ impl<P: Platform> Inner<P> {
                 }
             }
         }
-        self.sync.completed(sid, done)?;
+        self.note_completed(sid, done)?;
         self.release_pins(env, sid)?;
         result
     }

@@ -31,33 +31,54 @@ impl<P: Platform> Inner<P> {
         }
     }
 
-    #[cold]
     fn process_pending_releases<L: RawLock>(&mut self, env: &Env<P, L>) {
-        while self.releases.is_pending() {
-            self.scratch_ids.clear();
-            self.scratch_graphs.clear();
-            if !self
-                .releases
-                .take(&mut self.scratch_ids, &mut self.scratch_graphs)
-            {
+        loop {
+            // The mailbox first: one buffer, no lock (an alloc + drop loop
+            // never goes further).
+            if let Some(index) = self.releases.take_mailbox() {
+                // Its slot stays taken until this release: the index names it.
+                if let Some(id) = self.buffers.live_id(index) {
+                    if let Err(e) = self.free_buffer(env, id) {
+                        self.release_failed(e);
+                    }
+                }
+            }
+            if self.releases.is_queued() {
+                self.process_queued_releases(env);
+            }
+            if !self.releases.is_pending() {
                 return;
             }
-            // By index: releasing one never touches these lists.
-            for i in 0..self.scratch_ids.len() {
-                let Some(&id) = self.scratch_ids.get(i) else {
-                    break;
-                };
-                if let Err(e) = self.free_buffer(env, id) {
-                    self.release_failed(e);
-                }
+        }
+    }
+
+    /// Releases what the locked queue holds (the mailbox was taken, or
+    /// graphs were dropped).
+    #[cold]
+    fn process_queued_releases<L: RawLock>(&mut self, env: &Env<P, L>) {
+        self.scratch_ids.clear();
+        self.scratch_graphs.clear();
+        if !self
+            .releases
+            .take(&mut self.scratch_ids, &mut self.scratch_graphs)
+        {
+            return;
+        }
+        // By index: releasing one never touches these lists.
+        for i in 0..self.scratch_ids.len() {
+            let Some(&id) = self.scratch_ids.get(i) else {
+                break;
+            };
+            if let Err(e) = self.free_buffer(env, id) {
+                self.release_failed(e);
             }
-            for i in 0..self.scratch_graphs.len() {
-                let Some(&g) = self.scratch_graphs.get(i) else {
-                    break;
-                };
-                if let Err(e) = self.release_graph(env, g) {
-                    self.release_failed(e);
-                }
+        }
+        for i in 0..self.scratch_graphs.len() {
+            let Some(&g) = self.scratch_graphs.get(i) else {
+                break;
+            };
+            if let Err(e) = self.release_graph(env, g) {
+                self.release_failed(e);
             }
         }
     }
@@ -102,13 +123,14 @@ impl<P: Platform> Inner<P> {
             return Ok(());
         };
         let mut outstanding = 0u32;
-        let mut owner_pending = false;
+        // The owner's last use not known complete (0: none).
+        let mut owner_pending = 0;
         for (s, &used) in slot.last_use().iter().enumerate() {
             // At most MAX_STREAMS: fits a StreamId.
             let s = StreamId(s as u16);
             if used > self.sync.completed_cursor(s)? {
                 if s == owner {
-                    owner_pending = true;
+                    owner_pending = used;
                 } else {
                     outstanding += 1;
                 }
@@ -120,12 +142,22 @@ impl<P: Platform> Inner<P> {
                 .streams
                 .get(owner)
                 .is_none_or(|st| st.capture.is_open());
-            if owner_pending || open || self.recording > 0 {
+            if open || self.recording > 0 {
                 self.defer(env, owner, Deferred::Device(handle), size);
             } else if let Some(st) = self.streams.get_mut(owner) {
-                // No queued work uses it (never used, or every use is known
-                // complete): back to the pool at once, no fence needed.
-                st.memory.free(handle)?;
+                if owner_pending > 0 {
+                    // Only the owner's queued work uses it: back to the pool
+                    // at once, in stream order (the owner's later work runs
+                    // after that use; another stream's first use of a buffer
+                    // reserved over these bytes waits for it, see
+                    // `insert_placed`). No fence, no drop queue.
+                    st.memory.free_ordered(handle, owner_pending)?;
+                    self.stats.ordered_frees += 1;
+                } else {
+                    // No queued work uses it (never used, or every use is
+                    // known complete): back to the pool at once.
+                    st.memory.free(handle)?;
+                }
             }
             return Ok(());
         }

@@ -6,7 +6,7 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use super::buffer::BufferId;
 use crate::platform::Access;
@@ -52,14 +52,21 @@ pub(crate) struct Releases {
     pub(crate) graphs: Vec<GraphId>,
 }
 
-/// The queue handles push their ids on when dropped. It has its own small
-/// lock (a drop never takes the device lock) and a flag the device reads
-/// without locking, so an operation with nothing to release touches no
-/// shared lock.
+/// The queue handles push their ids on when dropped. A released buffer
+/// usually goes through the mailbox: one atomic word holding its slot index
+/// (a buffer's slot stays taken until the device processed its release, so
+/// the index names it), claimed with one compare-and-swap and emptied by the
+/// device with a plain load and store. When the mailbox is taken the id goes
+/// to the queue behind its own small lock (graphs always do). A drop never
+/// takes the device lock; the device reads both without locking, so an
+/// operation with nothing to release touches no shared lock.
 #[derive(Debug, Default)]
 pub(crate) struct ReleaseQueue {
-    queue: spin::Mutex<Releases>,
+    /// A released buffer's slot index + 1; 0: empty.
+    mailbox: AtomicU32,
+    /// Whether `queue` may hold ids.
     pending: AtomicBool,
+    queue: spin::Mutex<Releases>,
 }
 
 impl ReleaseQueue {
@@ -69,15 +76,52 @@ impl ReleaseQueue {
         self.pending.store(true, Ordering::Release);
     }
 
+    /// Queues the release of buffer `id`: in the mailbox when it is empty.
+    #[inline]
+    fn push_buffer(&self, id: BufferId) {
+        // At most 2^32 - 2 (the table refuses index u32::MAX): no overflow.
+        let word = id.index().wrapping_add(1);
+        if word == 0
+            || self
+                .mailbox
+                .compare_exchange(0, word, Ordering::Release, Ordering::Relaxed)
+                .is_err()
+        {
+            self.push(|q| q.buffers.push(id));
+        }
+    }
+
     /// Whether ids may be waiting (cheap; no lock).
     #[inline]
     pub(crate) fn is_pending(&self) -> bool {
+        self.mailbox.load(Ordering::Acquire) != 0 || self.pending.load(Ordering::Acquire)
+    }
+
+    /// Whether the locked queue may hold ids (cheap; no lock).
+    #[inline]
+    pub(crate) fn is_queued(&self) -> bool {
         self.pending.load(Ordering::Acquire)
+    }
+
+    /// Empties the mailbox: the slot index of the buffer released there.
+    /// Only the device calls it, under its lock (one taker at a time), so a
+    /// load and a store suffice: between them no drop can fill it.
+    #[inline]
+    pub(crate) fn take_mailbox(&self) -> Option<u32> {
+        let word = self.mailbox.load(Ordering::Acquire);
+        if word == 0 {
+            return None;
+        }
+        self.mailbox.store(0, Ordering::Relaxed);
+        Some(word - 1)
     }
 
     /// Moves the queued ids to the end of `buffers` and `graphs` (every
     /// vector keeps its capacity). Returns whether anything was queued.
     pub(crate) fn take(&self, buffers: &mut Vec<BufferId>, graphs: &mut Vec<GraphId>) -> bool {
+        if !self.pending.load(Ordering::Acquire) {
+            return false;
+        }
         let mut q = self.queue.lock();
         self.pending.store(false, Ordering::Relaxed);
         if q.buffers.is_empty() && q.graphs.is_empty() {
@@ -95,9 +139,9 @@ impl ReleaseQueue {
         true
     }
 
-    /// Whether no buffer id is queued.
+    /// Whether no buffer id is queued (the mailbox included).
     pub(crate) fn no_buffers(&self) -> bool {
-        self.queue.lock().buffers.is_empty()
+        self.mailbox.load(Ordering::Acquire) == 0 && self.queue.lock().buffers.is_empty()
     }
 }
 
@@ -143,11 +187,19 @@ impl Clone for Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        if self.share.users.fetch_sub(1, Ordering::Release) == 1 {
-            // Every other user's last access happened before.
-            core::sync::atomic::fence(Ordering::Acquire);
-            let id = self.id;
-            self.share.releases.push(|q| q.buffers.push(id));
+        let users = &self.share.users;
+        // A count of one seen with `Acquire` means this is the only handle,
+        // and none can appear (cloning needs a handle): no decrement needed
+        // (the next buffer of the slot starts the count again). Otherwise
+        // the handle that takes the count to zero releases the buffer.
+        let last = users.load(Ordering::Acquire) == 1
+            || (users.fetch_sub(1, Ordering::Release) == 1 && {
+                // Every other user's last access happened before.
+                core::sync::atomic::fence(Ordering::Acquire);
+                true
+            });
+        if last {
+            self.share.releases.push_buffer(self.id);
         }
     }
 }

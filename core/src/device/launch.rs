@@ -32,7 +32,7 @@ pub enum Launched {
 /// What the locked part of a launch leaves to do.
 pub(crate) enum Submitted<'a, P: Platform, L: RawLock>
 where
-    L::Mutex<super::state::Lane<P>>: 'a,
+    L::LaneMutex<super::state::Lane<P>>: 'a,
 {
     /// Nothing: the launch was skipped, or submitted under the device lock.
     Done(Launched),
@@ -128,22 +128,25 @@ impl<P: Platform> Inner<P> {
         let booked = clean && !recording;
         let mut info_range = None;
         let mut uncached_info = None;
-        // A launch its arguments refuse (a stale or foreign buffer, one
-        // with no memory) leaves the info cache untouched: the argument
-        // pass below returns its error.
-        if booked && !info.is_empty() && self.args_placed(args) {
+        let mut memo_hit = false;
+        if booked && !info.is_empty() {
             // The same words as the stream's last hit (a loop's launches)
-            // are served without a call.
+            // are served without a call; the look changes nothing (the hit
+            // is counted once the arguments passed).
             match self.streams.get(sid).and_then(|st| st.info_memo_hit(info)) {
                 Some(range) => {
-                    self.stats.info_hits += 1;
                     info_range = Some(range);
+                    memo_hit = true;
                 }
-                None => {
+                // A launch its arguments refuse (a stale or foreign buffer,
+                // one with no memory) leaves the info cache untouched: the
+                // argument pass below returns its error.
+                None if self.args_placed(args) => {
                     let (range, uncached) = self.info_for_launch(env, sid, info)?;
                     info_range = Some(range);
                     uncached_info = uncached;
                 }
+                None => {}
             }
         }
         let cursor = if booked { self.sync.submit(sid)? } else { 0 };
@@ -239,6 +242,9 @@ impl<P: Platform> Inner<P> {
                 self.defer(env, sid, Deferred::Device(h), info_bytes);
             }
             return Err(Error::InvalidArgument("buffer has no memory"));
+        }
+        if memo_hit {
+            self.stats.info_hits += 1;
         }
         if !booked && !info.is_empty() {
             let (range, uncached) = self.info_for_launch(env, sid, info)?;

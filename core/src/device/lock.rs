@@ -21,8 +21,14 @@ use core::ops::DerefMut;
 /// A family of mutexes: the lock a device uses for its state and its
 /// streams. Pick one with `Device<P, L>`; [`DefaultLock`] otherwise.
 pub trait RawLock: 'static {
-    /// The mutex over a `T`.
+    /// The mutex over a `T`: the device lock, which any thread may wait for.
     type Mutex<T>: LockFamilyMutex<T>;
+    /// The mutex over a stream's lane. It is held around one driver
+    /// submission at most, and only a thread holding the device lock ever
+    /// waits for it (one waiter at a time, for one submission), so it may
+    /// spin where [`Mutex`](RawLock::Mutex) parks: its release is then a
+    /// plain store instead of an atomic read-modify-write.
+    type LaneMutex<T>: LockFamilyMutex<T>;
 }
 
 /// One mutex of a [`RawLock`] family.
@@ -54,6 +60,7 @@ pub struct SpinLock;
 
 impl RawLock for SpinLock {
     type Mutex<T> = spin::Mutex<T>;
+    type LaneMutex<T> = spin::Mutex<T>;
 }
 
 impl<T> LockFamilyMutex<T> for spin::Mutex<T> {
@@ -83,6 +90,7 @@ pub struct LocalLock;
 
 impl RawLock for LocalLock {
     type Mutex<T> = core::cell::RefCell<T>;
+    type LaneMutex<T> = core::cell::RefCell<T>;
 }
 
 impl<T> LockFamilyMutex<T> for core::cell::RefCell<T> {
@@ -115,6 +123,43 @@ pub struct StdLock;
 #[cfg(feature = "std")]
 impl RawLock for StdLock {
     type Mutex<T> = std::sync::Mutex<T>;
+    type LaneMutex<T> = spin::mutex::SpinMutex<T, YieldNow>;
+}
+
+/// How a lane's waiter waits under `std`: it gives its time slice back
+/// between tries (the lane's holder makes one driver submission, which a
+/// full driver queue can stretch; the waiter burns no core meanwhile).
+#[cfg(feature = "std")]
+#[derive(Copy, Clone, Debug, Default)]
+pub struct YieldNow;
+
+#[cfg(feature = "std")]
+impl spin::relax::RelaxStrategy for YieldNow {
+    #[inline]
+    fn relax() {
+        std::thread::yield_now();
+    }
+}
+
+#[cfg(feature = "std")]
+impl<T> LockFamilyMutex<T> for spin::mutex::SpinMutex<T, YieldNow> {
+    type Guard<'a>
+        = spin::mutex::SpinMutexGuard<'a, T>
+    where
+        Self: 'a;
+
+    fn new(value: T) -> Self {
+        spin::mutex::SpinMutex::new(value)
+    }
+
+    #[inline]
+    fn lock(&self) -> spin::mutex::SpinMutexGuard<'_, T> {
+        spin::mutex::SpinMutex::lock(self)
+    }
+
+    fn get_mut(&mut self) -> &mut T {
+        spin::mutex::SpinMutex::get_mut(self)
+    }
 }
 
 #[cfg(feature = "std")]
@@ -165,5 +210,35 @@ mod tests {
         assert_eq!(bump::<LocalLock>(), 3);
         #[cfg(feature = "std")]
         assert_eq!(bump::<StdLock>(), 3);
+        assert_eq!(bump_lane::<SpinLock>(), 3);
+        assert_eq!(bump_lane::<LocalLock>(), 3);
+        #[cfg(feature = "std")]
+        assert_eq!(bump_lane::<StdLock>(), 3);
+    }
+
+    fn bump_lane<L: RawLock>() -> u32 {
+        let mut m = <L::LaneMutex<u32> as LockFamilyMutex<u32>>::new(1);
+        *m.lock() += 1;
+        *m.get_mut() += 1;
+        let g = m.lock();
+        *g
+    }
+
+    /// Under `std` a lane's waiter gets the lane once its holder lets go.
+    #[cfg(feature = "std")]
+    #[test]
+    fn a_lane_waiter_gets_the_lane_after_its_holder() {
+        let m = <<StdLock as RawLock>::LaneMutex<u32> as LockFamilyMutex<u32>>::new(0);
+        let g = m.lock();
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                *m.lock() += 1;
+            });
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            assert!(!waiter.is_finished(), "the lane is held");
+            drop(g);
+            waiter.join().unwrap();
+        });
+        assert_eq!(*m.lock(), 1);
     }
 }

@@ -51,9 +51,9 @@ pub use buffer::{BufferId, StaleBuffer};
 pub use config::{ConfigError, DeviceConfig, MAX_STREAMS};
 pub use handle::{Arg, Buffer, Graph, GraphId, KernelId};
 pub use launch::Launched;
-#[cfg(feature = "std")]
-pub use lock::StdLock;
 pub use lock::{DefaultLock, LocalLock, LockFamilyMutex, RawLock, SpinLock};
+#[cfg(feature = "std")]
+pub use lock::{StdLock, YieldNow};
 pub use stats::{Census, DeviceStats, InfoCensus};
 
 use crate::drop_queue::FlushPolicy;
@@ -276,12 +276,15 @@ impl<P: Platform, L: RawLock> Device<P, L> {
             launch::Submitted::Done(l) => Ok(l),
             launch::Submitted::Tail { mut lane } => {
                 drop(inner);
-                let lane = &mut *lane;
-                let result = match (lane.stream.as_mut(), lane.kernel.as_ref()) {
-                    (Some(s), Some((_, k))) => env.platform.launch(s, k, dims, &lane.bindings),
+                let l = &mut *lane;
+                let result = match (l.stream.as_mut(), l.kernel.as_ref()) {
+                    (Some(s), Some((_, k))) => env.platform.launch(s, k, dims, &l.bindings),
                     // Unreachable: both were set under the device lock.
                     _ => return Err(Error::InvalidArgument("stream not created")),
                 };
+                // The lane goes before the device lock is taken again: a
+                // thread holding the device lock may be waiting for it.
+                drop(lane);
                 match result {
                     Ok(()) => Ok(Launched::Queued),
                     Err(e) => {

@@ -222,7 +222,7 @@ pub(crate) struct Env<P: Platform, L: RawLock> {
 }
 
 /// One stream's lane behind its lock, on cache lines of its own.
-pub(crate) type LaneLock<P, L> = Padded<<L as RawLock>::Mutex<Lane<P>>>;
+pub(crate) type LaneLock<P, L> = Padded<<L as RawLock>::LaneMutex<Lane<P>>>;
 
 /// A value alone on its cache line(s), so threads locking their own
 /// stream's lane do not contend for a line another lane shares.
@@ -231,14 +231,14 @@ pub(crate) struct Padded<T>(pub(crate) T);
 
 /// The guard of a locked lane.
 pub(crate) type LaneGuard<'a, P, L> =
-    <<L as RawLock>::Mutex<Lane<P>> as LockFamilyMutex<Lane<P>>>::Guard<'a>;
+    <<L as RawLock>::LaneMutex<Lane<P>> as LockFamilyMutex<Lane<P>>>::Guard<'a>;
 
 impl<P: Platform, L: RawLock> Env<P, L> {
     /// Lanes for `streams` streams, none created.
     pub(crate) fn new(platform: P, streams: usize) -> Self {
         let mut lanes = Vec::with_capacity(streams);
         lanes.resize_with(streams, || {
-            Padded(L::Mutex::new(Lane {
+            Padded(L::LaneMutex::new(Lane {
                 stream: None,
                 bindings: Vec::new(),
                 kernel: None,

@@ -38,6 +38,9 @@ pub struct DeviceStats {
     /// graph's destroy, a flush of deferred frees that came due); the first
     /// is kept for `Device::take_release_error`.
     pub release_errors: u64,
+    /// Buffers whose slice went back to the pool in stream order: dropped
+    /// while only their owner stream's queued work used them (no fence).
+    pub ordered_frees: u64,
 }
 
 /// What a device holds, for leak and invariant checks.

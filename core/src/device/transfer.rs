@@ -151,9 +151,27 @@ impl<P: Platform> Inner<P> {
         range: DeviceRange,
     ) -> Res<Buffer, P> {
         let b = self.insert_buffer(sid, size, Location::Placed { handle, range });
-        if b.is_err() {
-            if let Some(st) = self.streams.get_mut(sid) {
-                let _ = st.memory.free(handle);
+        match &b {
+            Ok(buffer) => {
+                // The pool may hand out bytes freed in stream order whose
+                // last use on `sid` is not known complete: to every other
+                // stream the new buffer is written by `sid` at that cursor,
+                // so its first use there (read or write) waits for it. The
+                // owner's own work runs after it anyway.
+                let reuse = self
+                    .streams
+                    .get(sid)
+                    .map_or(0, |st| st.memory.reuse_cursor());
+                if reuse > 0 && reuse > self.sync.completed_cursor(sid)? {
+                    self.buffers
+                        .get_mut(buffer.id())?
+                        .mark_use(sid, reuse, true);
+                }
+            }
+            Err(_) => {
+                if let Some(st) = self.streams.get_mut(sid) {
+                    let _ = st.memory.free(handle);
+                }
             }
         }
         b

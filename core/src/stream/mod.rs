@@ -1,9 +1,12 @@
-//! Streams: the capture lifecycle, the stream pool and multi-stream sync.
+//! Streams: the capture lifecycle, the stream pool, multi-stream sync and
+//! cross-stream pins.
 
 pub mod capture;
+pub mod pins;
 pub mod pool;
 pub mod sync;
 
 pub use capture::{CacheMode, CaptureError, CaptureState, DoomReason, Phase};
+pub use pins::CrossPins;
 pub use pool::{StreamId, StreamPool};
-pub use sync::{CrossPins, Cursor, SyncTable, WaitPlan, WriteMark};
+pub use sync::{Cursor, SyncTable, WaitPlan, WriteMark};
