@@ -1,206 +1,8 @@
-//! Tests of the trace loader and the replay driver.
-
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::string::String;
-use std::vec::Vec;
-
-use streamcore::memory::{MemoryLayout, MemoryPolicy, PoolSpec};
-use streamcore::platform::DeviceProperties;
+//! The replay driver: peaks and hooks, failures naming their event, the
+//! recorded traces' ratios, the counting storage's charges and the driver
+//! model's figures.
 
 use super::*;
-
-const HEADER: &str = r#"{"header": {"workload": "unit", "peak_allocated_bytes": 2000, "peak_reserved_bytes": 3000, "actions": {"alloc": 2}}}"#;
-
-fn temp_path(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(std::format!("streamcore-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn gzip(text: &str) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    enc.write_all(text.as_bytes()).unwrap();
-    enc.finish().unwrap()
-}
-
-fn parse(text: &str) -> Result<Trace, TraceError> {
-    Trace::read(text.as_bytes(), Path::new("inline"))
-}
-
-fn lines(events: &[&str]) -> String {
-    let mut s = String::from(HEADER);
-    for e in events {
-        s.push('\n');
-        s.push_str(e);
-    }
-    s.push('\n');
-    s
-}
-
-#[test]
-fn loads_gzip_and_plain_alike() {
-    let text = lines(&[
-        r#"{"op":"alloc","id":7,"size":1000,"stream":0}"#,
-        r#"{"op":"alloc","id":9,"size":24,"stream":1}"#,
-        r#"{"op":"free","id":7}"#,
-        r#"{"op":"alloc","id":7,"size":5,"stream":0}"#,
-    ]);
-    let plain = parse(&text).unwrap();
-    let gz_path = temp_path("t.jsonl.gz");
-    std::fs::write(&gz_path, gzip(&text)).unwrap();
-    let gz = Trace::load(&gz_path).unwrap();
-    assert_eq!(plain, gz);
-    assert_eq!(plain.header.workload, "unit");
-    assert_eq!(plain.header.recorder_ratio(), Some(1.5));
-    assert_eq!((plain.slots, plain.streams), (3, 2));
-    assert_eq!(
-        plain.events,
-        vec![
-            TraceEvent::Alloc {
-                slot: 0,
-                size: 1000,
-                stream: 0
-            },
-            TraceEvent::Alloc {
-                slot: 1,
-                size: 24,
-                stream: 1
-            },
-            TraceEvent::Free { slot: 0 },
-            TraceEvent::Alloc {
-                slot: 2,
-                size: 5,
-                stream: 0
-            },
-        ]
-    );
-}
-
-#[test]
-fn missing_file_and_broken_gzip_are_typed() {
-    let missing = temp_path("does-not-exist.jsonl.gz");
-    assert!(matches!(
-        Trace::load(&missing),
-        Err(TraceError::NotFound { .. })
-    ));
-    let mut events = Vec::new();
-    for i in 0..500 {
-        events.push(std::format!(
-            r#"{{"op":"alloc","id":{i},"size":{},"stream":0}}"#,
-            512 + i
-        ));
-    }
-    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
-    let full = gzip(&lines(&refs));
-    let cut = temp_path("cut.jsonl.gz");
-    std::fs::write(&cut, &full[..full.len() / 2]).unwrap();
-    let e = Trace::load(&cut).unwrap_err();
-    assert!(matches!(e, TraceError::TruncatedGzip { .. }), "{e:?}");
-    assert!(std::format!("{e}").contains("truncated"), "{e}");
-    let mut bad = full.clone();
-    for b in &mut bad[20..60] {
-        *b ^= 0x5a;
-    }
-    let bad_path = temp_path("bad.jsonl.gz");
-    std::fs::write(&bad_path, &bad).unwrap();
-    let e = Trace::load(&bad_path).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            TraceError::BadGzip { .. } | TraceError::TruncatedGzip { .. }
-        ),
-        "{e:?}"
-    );
-}
-
-#[test]
-fn malformed_lines_name_the_line_and_the_reason() {
-    let cases: [(&str, usize, &str); 8] = [
-        (r#"{"op":"alloc","id":1,"size":10"#, 2, "unexpected end"),
-        (r#"{"op":"alloc","id":1,"stream":0}"#, 2, "missing \"size\""),
-        (
-            r#"{"op":"alloc","id":1,"size":-4,"stream":0}"#,
-            2,
-            "\"size\" is -4, a negative number",
-        ),
-        (
-            r#"{"op":"alloc","id":1,"size":18446744073709551616,"stream":0}"#,
-            2,
-            "above the largest integer a trace holds (2^64 - 1)",
-        ),
-        (
-            r#"{"op":"alloc","id":1,"size":1.5,"stream":0}"#,
-            2,
-            "\"size\" is 1.5, not a whole number",
-        ),
-        (r#"{"op":"grow","id":1}"#, 2, "unknown op \"grow\""),
-        (r#"{"id":1}"#, 2, "missing \"op\""),
-        (
-            r#"{"op":"alloc","id":1,"size":4,"stream":5000}"#,
-            2,
-            "stream 5000",
-        ),
-    ];
-    for (line, at, why) in cases {
-        match parse(&lines(&[line])) {
-            Err(TraceError::MalformedLine { line: l, why: w }) => {
-                assert_eq!(l, at, "{line}");
-                assert!(w.contains(why), "{line}: {w}");
-            }
-            other => panic!("{line}: {other:?}"),
-        }
-    }
-    let e = parse(&lines(&[
-        r#"{"op":"alloc","id":1,"size":4,"stream":0}"#,
-        "not json",
-    ]))
-    .unwrap_err();
-    assert!(std::format!("{e}").starts_with("line 3: "), "{e}");
-}
-
-#[test]
-fn semantic_errors_are_typed() {
-    assert!(matches!(
-        parse(&lines(&[r#"{"op":"free","id":4}"#])),
-        Err(TraceError::UnknownFree { line: 2, id: 4 })
-    ));
-    assert!(matches!(
-        parse(&lines(&[
-            r#"{"op":"alloc","id":4,"size":8,"stream":0}"#,
-            r#"{"op":"alloc","id":4,"size":8,"stream":0}"#
-        ])),
-        Err(TraceError::DuplicateId { line: 3, id: 4 })
-    ));
-    assert!(matches!(
-        parse(&lines(&[r#"{"op":"alloc","id":4,"size":0,"stream":0}"#])),
-        Err(TraceError::ZeroSize { line: 2, id: 4 })
-    ));
-    assert!(matches!(
-        parse(&lines(&[
-            r#"{"op":"alloc","id":4,"size":99999999999999999,"stream":0}"#
-        ])),
-        Err(TraceError::AbsurdSize { line: 2, id: 4, .. })
-    ));
-    assert!(matches!(parse(""), Err(TraceError::MissingHeader { .. })));
-    assert!(matches!(
-        parse(r#"{"op":"alloc","id":4,"size":8,"stream":0}"#),
-        Err(TraceError::MissingHeader { .. })
-    ));
-    assert!(matches!(
-        parse(r#"{"header": 3}"#),
-        Err(TraceError::MissingHeader { .. })
-    ));
-}
-
-fn small_layout() -> MemoryLayout {
-    MemoryLayout::new(
-        &[PoolSpec::small(1 << 16, 1024), PoolSpec::exclusive(1 << 30)],
-        256,
-        MemoryPolicy::default(),
-    )
-    .unwrap()
-}
 
 #[test]
 fn replay_measures_peaks_and_calls_the_hooks() {
@@ -268,13 +70,8 @@ fn replay_failures_name_the_event() {
 /// deterministic figure, not a timing).
 #[test]
 fn recorded_traces_meet_the_ratio_targets() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
-    let props = DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    };
+    let dir = traces_dir();
+    let props = h200();
     for (name, target) in [
         ("gpt2_train", 1.047),
         ("resnet50_train", 1.043),
@@ -307,133 +104,6 @@ fn recorded_traces_meet_the_ratio_targets() {
         }
         assert_eq!(live_left, live.values().sum::<u64>(), "{name}");
     }
-}
-
-#[test]
-fn streams_are_numbered_in_order_of_first_use() {
-    let ok = parse(&lines(&[
-        r#"{"op":"alloc","id":1,"size":8,"stream":0}"#,
-        r#"{"op":"alloc","id":2,"size":8,"stream":1}"#,
-        r#"{"op":"alloc","id":3,"size":8,"stream":0}"#,
-    ]))
-    .unwrap();
-    assert_eq!(ok.streams, 2);
-    let e = parse(&lines(&[r#"{"op":"alloc","id":1,"size":8,"stream":5}"#])).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            TraceError::StreamOutOfOrder {
-                line: 2,
-                stream: 5,
-                expected: 0
-            }
-        ),
-        "{e:?}"
-    );
-    let e = parse(&lines(&[
-        r#"{"op":"alloc","id":1,"size":8,"stream":0}"#,
-        r#"{"op":"alloc","id":2,"size":8,"stream":2}"#,
-    ]))
-    .unwrap_err();
-    assert!(
-        std::format!("{e}").contains("stream 2 is used before stream 1"),
-        "{e}"
-    );
-}
-
-#[test]
-fn the_headers_counts_must_match_the_trace() {
-    let body = [
-        r#"{"op":"alloc","id":1,"size":8,"stream":0}"#,
-        r#"{"op":"free","id":1}"#,
-    ]
-    .join("\n");
-    let with = |header: &str| parse(&std::format!("{header}\n{body}\n"));
-    with(r#"{"header": {"events": 2, "streams": 1}}"#).unwrap();
-    let e = with(r#"{"header": {"events": 3, "streams": 1}}"#).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            TraceError::HeaderMismatch {
-                what: "events",
-                header: 3,
-                found: 2
-            }
-        ),
-        "{e:?}"
-    );
-    assert!(
-        std::format!("{e}").contains("the header announces 3 events, the trace has 2"),
-        "{e}"
-    );
-    let e = with(r#"{"header": {"events": 2, "streams": 2}}"#).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            TraceError::HeaderMismatch {
-                what: "streams",
-                ..
-            }
-        ),
-        "{e:?}"
-    );
-}
-
-#[test]
-fn gzip_members_trailing_bytes_and_corruption_are_told_apart() {
-    let text = lines(&[
-        r#"{"op":"alloc","id":1,"size":8,"stream":0}"#,
-        r#"{"op":"free","id":1}"#,
-    ]);
-    let read = |bytes: &[u8]| Trace::read(bytes, Path::new("t.gz"));
-    let whole = gzip(&text);
-    let want = parse(&text).unwrap();
-    assert_eq!(read(&whole).unwrap(), want);
-
-    // Two members, one after the other: one trace.
-    let cut = text.find("\n{\"op\":\"free\"").unwrap() + 1;
-    let mut two = gzip(&text[..cut]);
-    two.extend(gzip(&text[cut..]));
-    assert_eq!(read(&two).unwrap(), want);
-
-    // Bytes that are not gzip after the end: short or long, not "truncated".
-    for tail in [&b"x"[..], b"xy", b"garbage after the end\n", &[0u8; 100]] {
-        let mut bytes = whole.clone();
-        bytes.extend_from_slice(tail);
-        let e = read(&bytes).unwrap_err();
-        assert!(
-            matches!(e, TraceError::TrailingData { .. }),
-            "{tail:?}: {e:?}"
-        );
-    }
-
-    // Cut short: truncated.
-    let e = read(&whole[..whole.len() - 4]).unwrap_err();
-    assert!(matches!(e, TraceError::TruncatedGzip { .. }), "{e:?}");
-
-    // Corrupt in the middle of a long trace: the gzip error, not the
-    // garbage lines the damaged data decoded to.
-    let mut long = String::from(HEADER);
-    for i in 0..20_000u32 {
-        long.push_str(&std::format!(
-            "\n{{\"op\":\"alloc\",\"id\":{i},\"size\":{},\"stream\":0}}\n{{\"op\":\"free\",\"id\":{i}}}",
-            512 * (1 + i % 97)
-        ));
-    }
-    long.push('\n');
-    let mut bytes = gzip(&long);
-    let mid = bytes.len() / 2;
-    for b in &mut bytes[mid..mid + 64] {
-        *b ^= 0x5a;
-    }
-    let e = read(&bytes).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            TraceError::BadGzip { .. } | TraceError::TruncatedGzip { .. }
-        ),
-        "{e:?}"
-    );
 }
 
 /// The counting storage charges what the driver charges: whole 2 MiB units
@@ -525,13 +195,8 @@ fn the_counting_storage_charges_the_drivers_terms() {
 /// time).
 #[test]
 fn the_driver_model_holds_its_figures_per_trace() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
-    let props = DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    };
+    let dir = traces_dir();
+    let props = h200();
     // (trace, model, ratio x 1e4, allocs (commits included), commits,
     // decommits, driver ms x 10)
     let expected: [(&str, DriverModel, u64, u64, u64, u64, u64); 8] = [
@@ -581,13 +246,8 @@ fn the_driver_model_holds_its_figures_per_trace() {
 /// instead of fencing every free.
 #[test]
 fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
-    let props = DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    };
+    let dir = traces_dir();
+    let props = h200();
     // (trace, ratio x 1e4, commits, decommits, waits)
     let expected: [(&str, u64, u64, u64, u64); 4] = [
         ("gpt2_train", 10293, 214, 14, 5),
@@ -642,7 +302,7 @@ fn the_driver_model_holds_its_figures_on_unseen_workloads() {
         ("syn_random_lifetimes_b", 10118, 10316, 13479, 99, 28, 158),
         ("syn_growing_pair", 10110, 10113, 10775, 387, 344, 5296),
     ];
-    let workloads = super::synthetic::workloads();
+    let workloads = crate::replay::synthetic::workloads();
     assert_eq!(workloads.len(), expected.len(), "every workload is held");
     let mut got = Vec::new();
     for &(name, ..) in &expected {
@@ -674,12 +334,7 @@ fn the_driver_model_holds_its_figures_on_unseen_workloads() {
 
 /// The default layout of the H200 the model replays against.
 fn h200_layout() -> MemoryLayout {
-    MemoryLayout::for_device(&DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    })
+    MemoryLayout::for_device(&h200())
 }
 
 /// The churn budget bounds the decommits a manager makes by choice: on the
@@ -692,16 +347,16 @@ fn h200_layout() -> MemoryLayout {
 #[test]
 fn decommits_by_choice_stay_within_what_the_reserves_earned() {
     let budget = MemoryPolicy::default().churn_budget;
-    let table = super::driver_model::H200;
+    let table = crate::replay::H200;
     for name in ["syn_random_lifetimes", "syn_random_lifetimes_b"] {
-        let (_, trace) = super::synthetic::workloads()
+        let (_, trace) = crate::replay::synthetic::workloads()
             .into_iter()
             .find(|(n, _)| n == name)
             .expect("a synthetic workload");
         assert_eq!(trace.streams, 1);
         let (mut reserves, mut requested) = (0u64, 0u64);
         for e in &trace.events {
-            if let super::TraceEvent::Alloc { size, .. } = e {
+            if let TraceEvent::Alloc { size, .. } = e {
                 assert!(*size < 512 << 20, "no page of its own reservation");
                 reserves += 1;
                 requested += size;
@@ -728,7 +383,7 @@ fn decommits_by_choice_stay_within_what_the_reserves_earned() {
 /// again (75 GiB committed for a 5 GiB peak).
 #[test]
 fn a_growing_buffer_commits_its_growth_not_itself() {
-    let (_, trace) = super::synthetic::workloads()
+    let (_, trace) = crate::replay::synthetic::workloads()
         .into_iter()
         .find(|(n, _)| n == "syn_growing_cache")
         .expect("a synthetic workload");
