@@ -173,27 +173,26 @@ impl<P: Platform> Inner<P> {
         range: DeviceRange,
         reuse: u64,
     ) -> Res<Buffer, P> {
-        let b = self.insert_buffer(sid, size, Location::Placed { handle, range });
-        match &b {
-            Ok(buffer) => {
-                // The pool may hand out bytes freed in stream order whose
-                // last use on `sid` is not known complete: to every other
-                // stream the new buffer is written by `sid` at that cursor,
-                // so its first use there (read or write) waits for it. The
-                // owner's own work runs after it anyway.
-                if reuse > 0 && reuse > self.sync.completed_cursor(sid)? {
-                    self.buffers
-                        .get_mut(buffer.id())?
-                        .mark_use(sid, reuse, true);
-                }
-            }
-            Err(_) => {
+        let buffer = match self.insert_buffer(sid, size, Location::Placed { handle, range }) {
+            Ok(buffer) => buffer,
+            Err(e) => {
                 if let Some(st) = self.streams.get_mut(sid) {
                     let _ = st.memory.free(handle);
                 }
+                return Err(e);
             }
+        };
+        // The pool may hand out bytes freed in stream order whose last use
+        // on `sid` is not known complete: to every other stream the new
+        // buffer is written by `sid` at that cursor, so its first use there
+        // (read or write) waits for it. The owner's own work runs after it
+        // anyway.
+        if reuse > 0 && reuse > self.sync.completed_cursor(sid)? {
+            self.buffers
+                .get_mut(buffer.id())?
+                .mark_use(sid, reuse, true);
         }
-        b
+        Ok(buffer)
     }
 
     /// Queues a copy of `data` into `buffer` on `sid`, staged through the
