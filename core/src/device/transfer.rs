@@ -158,7 +158,7 @@ impl<P: Platform> Inner<P> {
     ) -> Res<Buffer, P> {
         self.buffers
             .insert(size, sid, location, self.id, &self.releases)
-            .map_err(|_| Error::InvalidArgument("the device holds 2^32 - 1 buffers"))
+            .map_err(|_| table_full())
     }
 
     /// A buffer over a fresh reservation from `sid`'s pools, whose
@@ -173,7 +173,18 @@ impl<P: Platform> Inner<P> {
         range: DeviceRange,
         reuse: u64,
     ) -> Res<Buffer, P> {
-        let buffer = match self.insert_buffer(sid, size, Location::Placed { handle, range }) {
+        let DeviceRange { page, offset, len } = range;
+        let inserted = self.buffers.insert_placed(
+            size,
+            sid,
+            handle,
+            page,
+            offset,
+            len,
+            self.id,
+            &self.releases,
+        );
+        let buffer = match inserted.map_err(|_| table_full()) {
             Ok(buffer) => buffer,
             Err(e) => {
                 if let Some(st) = self.streams.get_mut(sid) {
@@ -418,4 +429,10 @@ impl<Ev> ReadTicket<Ev> {
     pub(crate) fn len(&self) -> usize {
         self.len
     }
+}
+
+/// Every index of the buffer table is taken.
+#[cold]
+fn table_full<E>() -> Error<E> {
+    Error::InvalidArgument("the device holds 2^32 - 1 buffers")
 }
