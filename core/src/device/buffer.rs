@@ -287,12 +287,12 @@ impl<H: Copy> BufferTable<H> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert_placed(
         &mut self,
-        size: u64,
-        owner: StreamId,
-        handle: H,
         page: PageId,
         offset: u64,
         len: u64,
+        handle: H,
+        size: u64,
+        owner: StreamId,
         device: u64,
         releases: &Arc<ReleaseQueue>,
     ) -> Result<Buffer, TableFull> {

@@ -175,12 +175,12 @@ impl<P: Platform> Inner<P> {
     ) -> Res<Buffer, P> {
         let DeviceRange { page, offset, len } = range;
         let inserted = self.buffers.insert_placed(
-            size,
-            sid,
-            handle,
             page,
             offset,
             len,
+            handle,
+            size,
+            sid,
             self.id,
             &self.releases,
         );
