@@ -17,7 +17,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec, SliceHandle};
 use streamcore::platform::{
     ErrorKind, PageId, PlatformError, ResizableTerms, Storage, StorageTerms,
@@ -38,8 +39,28 @@ impl PlatformError for Never {
     }
 }
 
-/// Hands out ids; holds nothing.
-struct Ids(u64);
+/// Hands out ids, and (`resizable`) resizable pages of 2 MiB granules;
+/// holds nothing.
+struct Ids {
+    next: u64,
+    resizable: bool,
+}
+
+impl Ids {
+    const fn plain() -> Self {
+        Self {
+            next: 0,
+            resizable: false,
+        }
+    }
+
+    const fn resizable() -> Self {
+        Self {
+            next: 0,
+            resizable: true,
+        }
+    }
+}
 
 impl Storage for Ids {
     type Error = Never;
@@ -47,26 +68,8 @@ impl Storage for Ids {
         256
     }
     fn alloc(&mut self, _size: u64) -> Result<PageId, Never> {
-        self.0 += 1;
-        Ok(PageId(self.0))
-    }
-    fn dealloc(&mut self, _page: PageId) {}
-    fn flush(&mut self) -> Result<(), Never> {
-        Ok(())
-    }
-}
-
-/// Hands out ids and resizable pages (2 MiB granules); holds nothing.
-struct Ranges(u64);
-
-impl Storage for Ranges {
-    type Error = Never;
-    fn alignment(&self) -> u64 {
-        256
-    }
-    fn alloc(&mut self, _size: u64) -> Result<PageId, Never> {
-        self.0 += 1;
-        Ok(PageId(self.0))
+        self.next += 1;
+        Ok(PageId(self.next))
     }
     fn dealloc(&mut self, _page: PageId) {}
     fn flush(&mut self) -> Result<(), Never> {
@@ -74,12 +77,10 @@ impl Storage for Ranges {
     }
     fn terms(&self) -> StorageTerms {
         let mut t = StorageTerms::plain(256);
-        t.resizable = Some(ResizableTerms::new(2 * MIB, 1 << 40));
+        if self.resizable {
+            t.resizable = Some(ResizableTerms::new(2 * MIB, 1 << 40));
+        }
         t
-    }
-    fn reserve(&mut self, _size: u64) -> Result<PageId, Never> {
-        self.0 += 1;
-        Ok(PageId(self.0))
     }
 }
 
@@ -99,10 +100,10 @@ fn layout() -> MemoryLayout {
     .expect("valid layout")
 }
 
-fn warm_pairs(c: &mut Criterion) {
-    let mut g = c.benchmark_group("memory/pair");
+/// A reserve and free of one size per pool, warm, over `storage()`.
+fn pairs(g: &mut BenchmarkGroup<'_, WallTime>, storage: fn() -> Ids) {
     for (name, size) in [("small", 200), ("sliced", 40 * KIB), ("exclusive", 8 * MIB)] {
-        let mut m = MemoryManager::new(Ids(0), layout());
+        let mut m = MemoryManager::new(storage(), layout());
         // Keep a few neighbours live so the page is not trivially empty.
         let keep: Vec<SliceHandle> = (0..8).map(|_| m.reserve(size).unwrap().0).collect();
         g.bench_function(name, |b| {
@@ -115,6 +116,11 @@ fn warm_pairs(c: &mut Criterion) {
             m.free(h).unwrap();
         }
     }
+}
+
+fn warm_pairs(c: &mut Criterion) {
+    let mut g = c.benchmark_group("memory/pair");
+    pairs(&mut g, Ids::plain);
     // A launch loop: twelve buffers of every pool, freed out of order.
     let sizes = [
         64,
@@ -130,7 +136,7 @@ fn warm_pairs(c: &mut Criterion) {
         MIB + 512,
         64 * MIB,
     ];
-    let mut m = MemoryManager::new(Ids(0), layout());
+    let mut m = MemoryManager::new(Ids::plain(), layout());
     let mut live = [None; 12];
     g.bench_function("launch_loop_12_buffers", |b| {
         b.iter(|| {
@@ -149,19 +155,7 @@ fn warm_pairs(c: &mut Criterion) {
 /// from a reservation, chunks committed once (warm).
 fn carved_pairs(c: &mut Criterion) {
     let mut g = c.benchmark_group("memory/pair_carved");
-    for (name, size) in [("small", 200), ("sliced", 40 * KIB), ("exclusive", 8 * MIB)] {
-        let mut m = MemoryManager::new(Ranges(0), layout());
-        let keep: Vec<SliceHandle> = (0..8).map(|_| m.reserve(size).unwrap().0).collect();
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                let (h, _) = m.reserve(black_box(size)).unwrap();
-                m.free(h).unwrap();
-            })
-        });
-        for h in keep {
-            m.free(h).unwrap();
-        }
-    }
+    pairs(&mut g, Ids::resizable);
     g.finish();
 }
 
@@ -194,7 +188,7 @@ impl NaivePool {
 fn fragmented(c: &mut Criterion) {
     let mut g = c.benchmark_group("memory/fragmented_pair");
     for pages in [16usize, 1024] {
-        let mut m = MemoryManager::new(Ids(0), layout());
+        let mut m = MemoryManager::new(Ids::plain(), layout());
         let mut keep = Vec::new();
         let mut holes = Vec::new();
         for _ in 0..pages {

@@ -1,17 +1,22 @@
 //! Behaviour of the memory manager: pools, handles, out-of-memory, cleanup,
-//! trimming, capture priming, layouts, persistent mode and reports.
+//! trimming, layouts, persistent mode and reports; capture priming
+//! (`memory_manager/capture.rs`) and pages carved from reservations
+//! (`memory_manager/resizable.rs`).
 
+#[path = "memory_manager/capture.rs"]
+mod capture;
 mod memory_support;
+#[path = "memory_manager/resizable.rs"]
+mod resizable;
 
 use core::num::NonZeroU64;
 
 use memory_support::{KIB, MIB, TestStorage, default_layout, layout};
 use streamcore::memory::{
-    AllocationMode, CapturedSlice, LayoutPreset, MemoryError, MemoryLayout, MemoryManager,
-    MemoryPolicy, OomCause, PoolKind, PoolSpec,
+    AllocationMode, LayoutPreset, MemoryError, MemoryLayout, MemoryManager, MemoryPolicy, OomCause,
+    PoolKind, PoolSpec,
 };
 use streamcore::platform::{DeviceProperties, ErrorKind, PlatformError};
-use streamcore::stream::capture::{CaptureError, Phase};
 
 fn manager() -> MemoryManager<TestStorage> {
     MemoryManager::new(TestStorage::new(), default_layout())
@@ -367,119 +372,6 @@ fn pool_cap_and_page_budget_are_typed_out_of_memory() {
 
 /// The warm-up of a capture window grows the pools to the window's working
 /// set; the capture then allocates nothing from storage.
-#[test]
-fn capture_priming_means_no_storage_allocation_inside_the_capture() {
-    let mut m = manager();
-    let (weights, _) = m.reserve(3 * MIB).unwrap();
-    let step = |m: &mut MemoryManager<TestStorage>| {
-        let (a, _) = m.reserve(2 * MIB).unwrap();
-        let (b, _) = m.reserve(40 * KIB).unwrap();
-        m.free(a).unwrap();
-        let (c, _) = m.reserve(2 * MIB).unwrap();
-        let (d, _) = m.reserve(100).unwrap();
-        m.free(b).unwrap();
-        m.free(d).unwrap();
-        c
-    };
-    m.prepare().unwrap();
-    assert_eq!(m.phase(), Phase::Prepare);
-    let c = step(&mut m);
-    m.free(c).unwrap();
-    // Every slice of the warm-up is retained: `a` and `c` are two pages.
-    assert_eq!(pool(&m, PoolKind::Exclusive).slices, 3);
-    assert!(matches!(
-        m.cleanup(),
-        Err(MemoryError::WindowOpen {
-            phase: Phase::Prepare
-        })
-    ));
-    m.begin_capture().unwrap();
-    assert_eq!(
-        pool(&m, PoolKind::Exclusive).slices,
-        1,
-        "retained slices released"
-    );
-    let allocs = m.storage().allocs;
-    let c = step(&mut m);
-    assert_eq!(
-        m.storage().allocs,
-        allocs,
-        "no storage allocation in the capture"
-    );
-    assert_eq!(m.storage().deallocs, 0, "nothing released in the window");
-    let mut captured: Vec<CapturedSlice> = Vec::new();
-    m.end_capture(|s| captured.push(s)).unwrap();
-    assert_eq!(captured.len(), 4);
-    assert_eq!(m.phase(), Phase::NoCapture);
-    // Pinned: freeing by the owner keeps them reserved until unpinned.
-    m.free(c).unwrap();
-    assert!(matches!(m.free(c), Err(MemoryError::AlreadyFreed(_))));
-    assert_eq!(m.report().total().slices, 5);
-    for s in &captured {
-        assert_eq!(m.range(s.handle).unwrap(), s.range);
-        m.unpin(s.handle).unwrap();
-        assert!(matches!(
-            m.unpin(s.handle),
-            Err(MemoryError::StaleHandle(_))
-        ));
-    }
-    assert_eq!(m.report().total().slices, 1);
-    m.free(weights).unwrap();
-    assert_eq!(m.report().total().slices, 0);
-}
-
-#[test]
-fn a_capture_that_would_allocate_fails_typed_and_allocates_nothing() {
-    let mut m = manager();
-    m.prepare().unwrap();
-    m.begin_capture().unwrap();
-    let allocs = m.storage().alloc_calls;
-    assert!(matches!(
-        m.reserve(5 * MIB),
-        Err(MemoryError::AllocationInCapture { bytes }) if bytes == 5 * MIB
-    ));
-    assert!(matches!(
-        m.reserve(10),
-        Err(MemoryError::AllocationInCapture { bytes }) if bytes == 64 * KIB
-    ));
-    assert_eq!(m.storage().alloc_calls, allocs);
-    m.abort_capture().unwrap();
-    assert_eq!(m.phase(), Phase::NoCapture);
-    m.reserve(5 * MIB).unwrap();
-}
-
-#[test]
-fn capture_transitions_out_of_order_are_rejected() {
-    let mut m = manager();
-    assert!(matches!(
-        m.begin_capture(),
-        Err(MemoryError::Capture(CaptureError::NotPrepared))
-    ));
-    assert!(matches!(
-        m.end_capture(|_| {}),
-        Err(MemoryError::Capture(CaptureError::NotCapturing { .. }))
-    ));
-    assert!(matches!(
-        m.abort_capture(),
-        Err(MemoryError::Capture(CaptureError::NothingToAbort))
-    ));
-    m.prepare().unwrap();
-    assert!(matches!(
-        m.prepare(),
-        Err(MemoryError::Capture(CaptureError::AlreadyOpen { .. }))
-    ));
-    // Aborting the warm-up releases what it retained.
-    let (h, _) = m.reserve(2 * MIB).unwrap();
-    m.free(h).unwrap();
-    assert_eq!(m.report().total().slices, 1);
-    m.abort_capture().unwrap();
-    assert_eq!(m.report().total().slices, 0);
-    let mut none = 0;
-    m.prepare().unwrap();
-    m.begin_capture().unwrap();
-    m.end_capture(|_| none += 1).unwrap();
-    assert_eq!(none, 0);
-}
 
 #[test]
 fn install_swaps_the_layout_only_when_nothing_is_live() {
@@ -669,174 +561,4 @@ fn out_of_range_sizes_and_alignments_are_typed_errors() {
         assert_eq!((t.in_use, t.padding, t.slices), (0, 0, 0));
         assert!(t.reserved <= m.storage().held());
     }
-}
-
-/// A storage with resizable pages of 2 MiB granules.
-fn resizable() -> MemoryManager<TestStorage> {
-    MemoryManager::new(TestStorage::resizable(2 * MIB, 1 << 30), default_layout())
-}
-
-#[test]
-fn carved_pages_share_granules_and_grow_by_commits() {
-    let mut m = resizable();
-    let (a, ra) = m.reserve(3 * MIB).unwrap();
-    let (b, rb) = m.reserve(MIB).unwrap();
-    assert_eq!(ra.page, rb.page, "both carved from one reservation");
-    assert!(ra.offset + ra.len <= rb.offset || rb.offset + rb.len <= ra.offset);
-    let s = m.storage();
-    assert_eq!(
-        (s.reserve_calls, s.alloc_calls, s.commit_calls),
-        (1, 0, 1),
-        "one reservation, one commit, no page of its own"
-    );
-    // 4 MiB of pages in two granules, not 3 + 1 rounded to 6 MiB.
-    assert_eq!(s.committed(), 4 * MIB);
-    assert_eq!(m.held_bytes(), 4 * MIB);
-    assert!(s.is_committed(ra.page.0, ra.offset, ra.len));
-    assert!(s.is_committed(rb.page.0, rb.offset, rb.len));
-    m.free(a).unwrap();
-    m.free(b).unwrap();
-    // Freed pages go back to their reservation; nothing is synchronized or
-    // given back before it is needed.
-    assert_eq!(m.storage().decommit_calls, 0);
-    assert_eq!(m.storage().flushes, 0);
-    let (c, rc) = m.reserve(3 * MIB).unwrap();
-    assert_eq!(m.storage().commit_calls, 1, "the freed space is reused");
-    assert!(m.storage().is_committed(rc.page.0, rc.offset, rc.len));
-    m.free(c).unwrap();
-    m.cleanup().unwrap();
-    let s = m.storage();
-    assert_eq!((s.committed(), m.held_bytes()), (0, 0));
-    assert!(s.decommit_calls >= 1);
-    assert!(s.ranges.is_empty(), "the empty reservation is given back");
-    assert!(s.live.is_empty());
-}
-
-#[test]
-fn nothing_is_committed_in_a_capture_nor_decommitted_while_flushes_are_held() {
-    let mut m = resizable();
-    m.prepare().unwrap();
-    // The warm-up: what the window will need, freed again (and retained).
-    let (w, _) = m.reserve(5 * MIB).unwrap();
-    m.free(w).unwrap();
-    m.begin_capture().unwrap();
-    let commits = m.storage().commit_calls;
-    // The warm-up's bytes serve the capture; more would need a commit.
-    let (x, _) = m.reserve(5 * MIB).unwrap();
-    assert!(matches!(
-        m.reserve(64 * MIB),
-        Err(MemoryError::AllocationInCapture { .. })
-    ));
-    assert_eq!(
-        m.storage().commit_calls,
-        commits,
-        "no commit inside the capture"
-    );
-    m.free(x).unwrap();
-    assert!(matches!(m.cleanup(), Err(MemoryError::WindowOpen { .. })));
-    let mut pinned = Vec::new();
-    m.end_capture(|s| pinned.push(s.handle)).unwrap();
-    for h in pinned {
-        m.unpin(h).unwrap();
-    }
-    // Another stream records: the device holds every manager's flushes.
-    m.hold_flushes(true).unwrap();
-    m.cleanup().unwrap();
-    assert_eq!(
-        m.storage().decommit_calls,
-        0,
-        "nothing unmapped during a capture"
-    );
-    assert!(m.storage().committed() > 0);
-    m.hold_flushes(false).unwrap();
-    m.cleanup().unwrap();
-    assert!(m.storage().decommit_calls > 0);
-    assert_eq!((m.storage().committed(), m.held_bytes()), (0, 0));
-}
-
-#[test]
-fn storage_errors_on_resizable_pages_are_typed_and_keep_the_books() {
-    let mut m = resizable();
-    let (a, _) = m.reserve(6 * MIB).unwrap();
-    m.free(a).unwrap();
-    m.storage_mut().fail_decommit = Some(ErrorKind::Other);
-    match m.cleanup() {
-        Err(MemoryError::Storage { op, .. }) => assert_eq!(op, "decommit"),
-        other => panic!("{other:?}"),
-    }
-    assert_eq!(
-        m.held_bytes(),
-        m.storage().held(),
-        "the chunk stays counted"
-    );
-    m.cleanup().unwrap();
-    assert_eq!((m.held_bytes(), m.storage().held()), (0, 0));
-
-    // Out of memory on a commit: idle memory goes back and the commit is
-    // retried once, then a typed out-of-memory.
-    let mut m = MemoryManager::new(
-        TestStorage {
-            capacity: 8 * MIB,
-            ..TestStorage::resizable(2 * MIB, 1 << 30)
-        },
-        default_layout(),
-    );
-    let (a, _) = m.reserve(6 * MIB).unwrap();
-    let (b, _) = m.reserve(2 * MIB).unwrap();
-    m.free(a).unwrap();
-    let (c, _) = m.reserve(4 * MIB).unwrap();
-    m.free(c).unwrap();
-    assert!(matches!(
-        m.reserve(8 * MIB),
-        Err(MemoryError::OutOfMemory {
-            cause: OomCause::Storage(_),
-            ..
-        })
-    ));
-    assert_eq!(m.held_bytes(), m.storage().held());
-    m.free(b).unwrap();
-    let (d, _) = m.reserve(8 * MIB).unwrap();
-    assert_eq!(m.storage().committed(), 8 * MIB);
-    m.free(d).unwrap();
-}
-
-/// Stranded memory: a 10 MiB page's chunk, idle once it is freed, serves a
-/// 4 MiB page placed in its hole. Without the guard the chunk wakes whole
-/// and 6 MiB of it are stranded while the small page lives (nothing can
-/// give them back); with the guard the idle chunk is decommitted and only
-/// the small page's granules are committed. The adaptive guard turns on
-/// only once stranding made the manager grow.
-#[test]
-fn the_strand_guard_decommits_an_idle_chunk_a_page_would_use_in_part() {
-    use streamcore::memory::StrandGuard;
-    for guard in [StrandGuard::Off, StrandGuard::On] {
-        let policy = MemoryPolicy {
-            strand_guard: guard,
-            commit_step_shift: 64,
-            ..MemoryPolicy::default()
-        };
-        let mut m = MemoryManager::new(TestStorage::resizable(2 * MIB, 1 << 30), layout(policy));
-        // A neighbour keeps the hole from merging with the free tail.
-        let (a, ra) = m.reserve(10 * MIB).unwrap();
-        let (_n, _) = m.reserve(2 * MIB).unwrap();
-        m.free(a).unwrap();
-        let (b, rb) = m.reserve(4 * MIB).unwrap();
-        assert_eq!(rb.offset, ra.offset, "the small page lands in the hole");
-        assert!(m.storage().is_committed(rb.page.0, rb.offset, rb.len));
-        let stranded = m.stranded_bytes();
-        match guard {
-            StrandGuard::Off => {
-                assert_eq!(stranded, 6 * MIB, "the big chunk woke for a part");
-                assert_eq!(m.storage().decommit_calls, 0);
-            }
-            _ => {
-                assert_eq!(stranded, 0, "only the small page's granules");
-                assert_eq!(m.storage().decommit_calls, 1);
-            }
-        }
-        m.free(b).unwrap();
-        m.cleanup().unwrap();
-        assert_eq!((m.stranded_bytes(), m.idle_committed_bytes()), (0, 0));
-    }
-    assert_eq!(MemoryPolicy::default().strand_guard, StrandGuard::Adaptive);
 }

@@ -2,8 +2,9 @@
 //!
 //! Page ids come from one counter per platform, shared by device and host
 //! pages, and are never reused, so an access to a released page is always
-//! recognised. A page's bytes are allocated lazily on its first write
-//! (unwritten bytes read as zero), so large simulated memories cost little.
+//! recognised. A page's bytes are held per written chunk (`bytes.rs`:
+//! unwritten bytes read as zero), so a page of any size the storage accepted
+//! costs only what was written into it.
 //!
 //! With virtual memory on, a device storage also hands out *reservations*:
 //! pages whose bytes exist only where a chunk is committed. A reservation
@@ -14,6 +15,10 @@ use std::collections::BTreeMap;
 use std::vec::Vec;
 
 use streamcore::platform::PageId;
+
+mod bytes;
+
+use bytes::SparseBytes;
 
 use crate::check::range_map::RangeMap;
 use crate::check::shadow::Shadow;
@@ -49,7 +54,7 @@ pub(crate) struct Page {
     /// Size rounded up to the alignment: what the page costs.
     pub reserved: u64,
     pub state: PageState,
-    bytes: Option<Vec<u8>>,
+    bytes: SparseBytes,
     pub shadow: RangeMap<Shadow>,
     /// A reservation's committed chunks (offset → length); `None` for a
     /// page backed whole.
@@ -59,15 +64,10 @@ pub(crate) struct Page {
 impl Page {
     /// Copies `len` bytes from `offset` (zeros where never written or released).
     pub(crate) fn read(&self, offset: u64, len: u64) -> Vec<u8> {
-        match &self.bytes {
-            Some(b) if !matches!(self.state, PageState::Released { .. }) => {
-                let (s, e) = (offset as usize, (offset + len) as usize);
-                b.get(s..e)
-                    .map(<[u8]>::to_vec)
-                    .unwrap_or_else(|| vec![0; len as usize])
-            }
-            _ => vec![0; len as usize],
+        if matches!(self.state, PageState::Released { .. }) {
+            return vec![0; len as usize];
         }
+        self.bytes.read(offset, len)
     }
 
     /// Copies `data` in at `offset`; dropped on a released page or out of
@@ -76,11 +76,8 @@ impl Page {
         if matches!(self.state, PageState::Released { .. }) || data.is_empty() {
             return;
         }
-        let size = self.size as usize;
-        let bytes = self.bytes.get_or_insert_with(|| vec![0; size]);
-        let s = offset as usize;
-        if let Some(dst) = bytes.get_mut(s..s + data.len()) {
-            dst.copy_from_slice(data);
+        if self.contains(offset, data.len() as u64) {
+            self.bytes.write(self.size, offset, data);
         }
     }
 
@@ -115,11 +112,7 @@ impl Page {
 
     /// Forgets the bytes and the shadow of `offset..offset + len`.
     fn forget(&mut self, offset: u64, len: u64) {
-        if let Some(b) = &mut self.bytes {
-            if let Some(dst) = b.get_mut(offset as usize..(offset + len) as usize) {
-                dst.fill(0);
-            }
-        }
+        self.bytes.forget(offset, len);
         self.shadow.set(offset, offset + len, Shadow::default());
     }
 }
@@ -136,6 +129,8 @@ pub(crate) enum VmError {
     Overlap,
     /// The budget is spent.
     OutOfMemory,
+    /// A reservation larger than the storage's terms allow.
+    TooLarge,
 }
 
 /// All pages of one platform, with the byte accounting per memory kind.
@@ -201,7 +196,7 @@ impl Memory {
                 size,
                 reserved,
                 state: PageState::Live,
-                bytes: None,
+                bytes: SparseBytes::default(),
                 shadow: RangeMap::new(size, Shadow::default()),
                 chunks: None,
             },
@@ -209,11 +204,26 @@ impl Memory {
         Some(PageId(id))
     }
 
+    /// The largest reservation: the device's memory in whole granules
+    /// (`None`: virtual memory is off).
+    pub(crate) fn max_reservation(&self) -> Option<u64> {
+        let g = self.granularity?;
+        let total = self.limit[0].max(g);
+        Some(
+            total
+                .checked_next_multiple_of(g)
+                .unwrap_or(total & !(g - 1)),
+        )
+    }
+
     /// Reserves `size` bytes of device addresses with nothing committed.
     pub(crate) fn reserve(&mut self, storage: u64, size: u64) -> Result<PageId, VmError> {
         let g = self.granularity.ok_or(VmError::NotReservation)?;
         if size == 0 || size % g != 0 {
             return Err(VmError::Misaligned);
+        }
+        if Some(size) > self.max_reservation() {
+            return Err(VmError::TooLarge);
         }
         let id = self.next_id;
         self.next_id += 1;
@@ -225,7 +235,7 @@ impl Memory {
                 size,
                 reserved: 0,
                 state: PageState::Live,
-                bytes: None,
+                bytes: SparseBytes::default(),
                 shadow: RangeMap::new(size, Shadow::default()),
                 chunks: Some(BTreeMap::new()),
             },
@@ -315,7 +325,7 @@ impl Memory {
             return false;
         };
         p.state = PageState::Released { op };
-        p.bytes = None;
+        p.bytes = SparseBytes::default();
         p.shadow = RangeMap::new(0, Shadow::default());
         if let Some(c) = &mut p.chunks {
             c.clear();
@@ -368,5 +378,26 @@ mod tests {
         assert_eq!(p.read(2, 2), vec![1, 2], "deallocated bytes stay valid");
         m.release(a);
         assert_eq!(m.page(a).unwrap().read(2, 2), vec![0, 0]);
+    }
+
+    #[test]
+    fn a_huge_reservation_holds_only_the_bytes_written_into_it() {
+        let g = 64 << 10;
+        let mut m = Memory::new(1 << 57, 0, 256).with_virtual_memory(Some(g));
+        let size = 1 << 56;
+        let r = m.reserve(0, size).unwrap();
+        m.commit(0, r, size - g, g).unwrap();
+        let p = m.page_mut(r).unwrap();
+        p.write(size - 4, &[1, 2, 3, 4]);
+        p.write(0, &[5]);
+        assert_eq!(p.read(size - 5, 5), vec![0, 1, 2, 3, 4]);
+        assert_eq!(p.read(0, 1), vec![0], "bytes not committed are not written");
+        assert!(
+            p.bytes.held() <= g,
+            "{} bytes held for 4 written",
+            p.bytes.held()
+        );
+        m.decommit(0, r, size - g, g).unwrap();
+        assert_eq!(m.page(r).unwrap().bytes.held(), 0);
     }
 }

@@ -117,15 +117,14 @@ impl Storage for MockStorage {
     fn terms(&self) -> StorageTerms {
         let st = lock(&self.shared);
         let mut t = StorageTerms::plain(self.alignment);
-        if let Some(g) = st.memory.granularity {
-            let total = st.props.total_memory.max(g);
-            t.resizable = Some(ResizableTerms::new(g, total.next_multiple_of(g)));
+        if let (Some(g), Some(max)) = (st.memory.granularity, st.memory.max_reservation()) {
+            t.resizable = Some(ResizableTerms::new(g, max));
         }
         t
     }
 
-    /// Fails (invalid) when virtual memory is off or `size` is off the
-    /// granularity.
+    /// Fails (invalid) when virtual memory is off, or `size` is off the
+    /// granularity or larger than the terms' largest reservation.
     fn reserve(&mut self, size: u64) -> Result<PageId, MockError> {
         let mut st = lock(&self.shared);
         let r = st.reserve(self.id, size);

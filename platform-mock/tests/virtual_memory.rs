@@ -319,3 +319,130 @@ fn frees_in_stream_order_reuse_at_once_and_decommit_only_fenced_bytes() {
         r.mock.assert_no_hazards();
     }
 }
+
+/// Storage calls that take device memory or addresses (reserve, commit,
+/// alloc) so far.
+fn device_allocs(mock: &MockPlatform) -> usize {
+    mock.calls()
+        .iter()
+        .filter(|c| {
+            matches!(
+                c,
+                Call::Alloc {
+                    memory: MemoryKind::Device,
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
+#[test]
+fn a_request_no_reservation_can_hold_is_refused_up_front_and_never_placed() {
+    // Found by the fuzzer: a page larger than a chunk map addresses (2^31
+    // granules) was carved with none of its granules committed, so a 2^48
+    // byte buffer was placed on a 1 GiB device; a 2^40 byte request walked
+    // 2^24 granules before its commit was refused.
+    let mock = MockPlatform::with_config(
+        MockConfig::default()
+            .total_memory(1 << 30)
+            .virtual_memory(64 * KIB),
+    )
+    .unwrap();
+    register_kernels(&mock);
+    let device = Device::new(mock.clone(), DeviceConfig::with_streams(1)).unwrap();
+    let s = StreamId(0);
+    let small = device.alloc(s, 4 * KIB).unwrap();
+    for size in [
+        (1 << 30) + 1,
+        1 << 31,
+        1 << 40,
+        (1 << 47) + 1,
+        1 << 48,
+        1 << 50,
+        streamcore::memory::MAX_REQUEST,
+    ] {
+        let before = device_allocs(&mock);
+        match device.alloc(s, size) {
+            Err(streamcore::error::Error::Memory(_)) => {}
+            Err(e) => panic!("{size} bytes: not a memory error: {e}"),
+            Ok(b) => panic!(
+                "{size} bytes placed at {:?} with {} bytes committed",
+                device.range_of(&b),
+                mock.memory_used(MemoryKind::Device)
+            ),
+        }
+        assert_eq!(
+            device_allocs(&mock),
+            before,
+            "{size} bytes: refused before asking the storage"
+        );
+    }
+    // What fits is placed on committed bytes: its last byte can be written.
+    let big = device.alloc(s, 512 * MIB).unwrap();
+    assert!(mock.memory_used(MemoryKind::Device) >= 512 * MIB);
+    let r = device.range_of(&big).unwrap();
+    let mut st = mock.create_stream().unwrap();
+    let k = kernel(&mock, "fill");
+    let last = dr(r.page, r.offset + r.len - 4, 4);
+    mock.launch(&mut st, &k, fill_dims(3), &[write(last)])
+        .unwrap();
+    let done = mock.record(&mut st).unwrap();
+    mock.synchronize(&done).unwrap();
+    drop((small, big));
+    device.sync_all().unwrap();
+    mock.assert_no_hazards();
+}
+
+#[test]
+fn a_page_no_chunk_map_addresses_is_refused_whatever_the_storage_reserves() {
+    // A storage that reserves any range: a page of more granules than a
+    // chunk map addresses (2^31) must still never be handed out with
+    // granules nothing committed.
+    use streamcore::memory::{MemoryError, MemoryLayout, MemoryManager, OomCause};
+    use streamcore::platform::{ResizableTerms, StorageTerms};
+    use streamcore_mock::replay::{Accounting, CountingStorage};
+    let g = 64 * KIB;
+    let mut terms = StorageTerms::plain(256);
+    terms.resizable = Some(ResizableTerms::new(g, 1 << 62));
+    let accounting = Accounting::with_capacity(1 << 30);
+    let storage = CountingStorage::with_terms(accounting.clone(), 256, terms);
+    let props = streamcore::platform::DeviceProperties {
+        total_memory: 1 << 30,
+        max_page_size: 1 << 30,
+        alignment: 256,
+        integrated: false,
+    };
+    let mut m = MemoryManager::new(storage, MemoryLayout::for_device(&props));
+    assert!(m.carves_pages());
+    let (kept, _) = m.reserve(MIB).unwrap();
+    for size in [
+        (1 << 47) + 1,
+        1 << 48,
+        1 << 52,
+        streamcore::memory::MAX_REQUEST,
+    ] {
+        match m.reserve(size) {
+            Err(MemoryError::OutOfMemory {
+                cause: OomCause::LargerThanReservation { max, .. },
+                ..
+            }) => assert_eq!(max, g << 31),
+            Err(e) => panic!("{size} bytes: {e}"),
+            Ok((_, r)) => panic!(
+                "{size} bytes placed at {r:?} with {} bytes held",
+                accounting.held()
+            ),
+        }
+    }
+    // Larger than the memory, yet a reservation holds it: the commit is
+    // refused, and the slice is not placed.
+    assert!(matches!(
+        m.reserve(1 << 40),
+        Err(MemoryError::OutOfMemory {
+            cause: OomCause::Storage(_),
+            ..
+        })
+    ));
+    assert!(accounting.held() < 1 << 30);
+    m.free(kept).unwrap();
+}

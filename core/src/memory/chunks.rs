@@ -19,7 +19,11 @@
 //!
 //! Walking the chunks a block overlaps costs one step per chunk, and a
 //! chunk is at least one granule (2 MiB on the driver), so the hot path
-//! stays O(1) for the slices that fit in a chunk.
+//! stays O(1) for the slices that fit in a chunk. A run of uncommitted
+//! granules costs one step per granule only up to the map's *extent* (the
+//! last committed granule): past it every granule is uncommitted and a
+//! walk ends in one step, so a request far larger than the memory (whose
+//! commit the storage then refuses) costs O(1), not one step per granule.
 
 use alloc::vec::Vec;
 
@@ -77,6 +81,9 @@ pub(super) struct ChunkTable {
     pub fence: u64,
     /// Bytes of the idle chunks.
     pub idle_bytes: u64,
+    /// Granules looked up (tests count the steps of a walk).
+    #[cfg(test)]
+    steps: core::cell::Cell<u64>,
 }
 
 impl ChunkTable {
@@ -96,6 +103,8 @@ impl ChunkTable {
             lru_tail: NIL,
             fence: 0,
             idle_bytes: 0,
+            #[cfg(test)]
+            steps: core::cell::Cell::new(0),
         }
     }
 
@@ -133,11 +142,19 @@ impl ChunkTable {
     }
 
     fn at(&self, map: u32, g: u32) -> u32 {
+        #[cfg(test)]
+        self.steps.set(self.steps.get() + 1);
         self.maps[map]
             .granules
             .get(g as usize)
             .copied()
             .unwrap_or(NIL)
+    }
+
+    /// The end of the map's extent: every granule from it on is
+    /// uncommitted.
+    fn extent(&self, map: u32) -> u32 {
+        self.maps[map].granules.len() as u32
     }
 
     pub(super) fn at_granule(&self, map: u32, g: u32) -> Option<u32> {
@@ -155,8 +172,13 @@ impl ChunkTable {
     pub(super) fn use_span(&mut self, map: u32, lo: u32, hi: u32) -> (Moved, u32) {
         let mut woke = Moved::default();
         let mut gaps = 0;
+        let extent = self.extent(map);
         let mut g = lo;
         while g < hi {
+            if g >= extent {
+                gaps += hi - g;
+                break;
+            }
             let c = self.at(map, g);
             if c == NIL {
                 gaps += 1;
@@ -179,6 +201,7 @@ impl ChunkTable {
     /// user join the idle LRU (youngest) with age `now`. Returns them.
     pub(super) fn release_span(&mut self, map: u32, lo: u32, hi: u32, now: u64) -> Moved {
         let mut idle = Moved::default();
+        let hi = hi.min(self.extent(map));
         let mut g = lo;
         while g < hi {
             let c = self.at(map, g);
@@ -202,13 +225,20 @@ impl ChunkTable {
 
     /// The first run of uncommitted granules in `[from, hi)`.
     pub(super) fn next_gap(&self, map: u32, from: u32, hi: u32) -> Option<(u32, u32)> {
+        let extent = self.extent(map);
         let mut g = from;
         while g < hi {
+            if g >= extent {
+                return Some((g, hi));
+            }
             let c = self.at(map, g);
             if c == NIL {
                 let mut end = g + 1;
-                while end < hi && self.at(map, end) == NIL {
+                while end < hi && end < extent && self.at(map, end) == NIL {
                     end += 1;
+                }
+                if end >= extent {
+                    end = hi;
                 }
                 return Some((g, end));
             }
@@ -220,9 +250,14 @@ impl ChunkTable {
     /// How far past `end` a commit may reach: over uncommitted granules,
     /// below `limit`, at most `want` granules from `start` in all.
     pub(super) fn reach(&self, map: u32, start: u32, end: u32, limit: u32, want: u32) -> u32 {
+        let extent = self.extent(map);
         let mut e = end;
-        while e < limit && e - start < want && self.at(map, e) == NIL {
+        while e < limit && e - start < want && e < extent && self.at(map, e) == NIL {
             e += 1;
+        }
+        if e >= extent {
+            // Nothing is committed from here on.
+            e = e.max(limit.min(start.saturating_add(want)));
         }
         e
     }
@@ -275,6 +310,10 @@ impl ChunkTable {
         let granules = &mut self.maps[ch.map].granules;
         for g in &mut granules[ch.start as usize..(ch.start + ch.len) as usize] {
             *g = NIL;
+        }
+        // The extent ends at the last committed granule (the capacity stays).
+        while granules.last() == Some(&NIL) {
+            granules.pop();
         }
         ch
     }
@@ -352,5 +391,46 @@ impl ChunkTable {
         ch.in_lru = false;
         ch.prev = NIL;
         ch.next = NIL;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_past_the_extent_take_one_step_not_one_per_granule() {
+        let mut t = ChunkTable::new(64 << 10);
+        let map = t.add_map(0).unwrap();
+        let far = 1 << 24;
+        t.add(map, 2, 4, 1, 0).unwrap();
+        t.steps.set(0);
+        let (_, gaps) = t.use_span(map, 0, far);
+        assert_eq!(gaps, far - 2);
+        assert_eq!(t.next_gap(map, 2, far), Some((4, far)));
+        assert_eq!(t.next_gap(map, 0, far), Some((0, 2)));
+        assert_eq!(t.reach(map, 4, 5, far, far), far);
+        assert_eq!(t.reach(map, 4, 5, far, 100), 104);
+        assert_eq!(t.reach(map, 0, 1, far, far), 2, "stops at a chunk");
+        let idle = t.release_span(map, 0, far, 1);
+        assert_eq!(idle.chunks, 0, "the chunk had two users");
+        assert!(t.steps.get() < 64, "{} granules looked up", t.steps.get());
+    }
+
+    #[test]
+    fn the_extent_shrinks_back_to_the_last_committed_granule() {
+        let mut t = ChunkTable::new(1);
+        let map = t.add_map(0).unwrap();
+        let a = t.add(map, 0, 2, 0, 0).unwrap();
+        let b = t.add(map, 5, 9, 0, 0).unwrap();
+        assert_eq!(t.extent(map), 9);
+        assert_eq!(t.next_gap(map, 0, 20), Some((2, 5)));
+        t.remove(b);
+        assert_eq!(t.extent(map), 2);
+        assert_eq!(t.next_gap(map, 0, 20), Some((2, 20)));
+        assert_eq!(t.use_span(map, 0, 20).1, 18);
+        t.remove(a);
+        assert_eq!(t.extent(map), 0);
+        assert_eq!(t.chunks_of(map), Vec::<u32>::new());
     }
 }

@@ -1,7 +1,8 @@
 //! Giving committed chunks back: which idle chunks go (oldest first, the
 //! smallest that covers what a commit needs, only those whose fence the
-//! stream has passed), waiting for the stream when the caller can, and
-//! releasing reservations no page uses.
+//! stream has passed and whose round trip the churn budget covers), waiting
+//! for the stream when the caller can, and releasing reservations no page
+//! uses.
 
 use super::chunks::Moved;
 use super::error::MemoryError;
@@ -67,7 +68,12 @@ impl<S: Storage> MemoryManager<S> {
     /// missing (else the largest), so a small excess does not cost a large
     /// chunk that would have to be committed again. Chunks whose fence the
     /// stream has not completed are taken only after `progress` waited for
-    /// it; if it cannot, the commit passes the limit.
+    /// it; if it cannot, the commit passes the limit. Each decommit is
+    /// charged to the churn budget (`budget.rs`) unless the chunk is a
+    /// large page's own; a chunk the budget does not cover stays, and when
+    /// that leaves the commit over the limit, the bytes held then become
+    /// the level trimming keeps (hysteresis: the manager stops paying for
+    /// round trips that do not keep its memory down).
     pub(super) fn decommit_to_fit(
         &mut self,
         need: u64,
@@ -87,12 +93,18 @@ impl<S: Storage> MemoryManager<S> {
             let mut best = [None::<(u32, u64)>; 2];
             let mut largest = [None::<(u32, u64)>; 2];
             let mut next = chunks.lru_head();
+            let mut refused = false;
             for _ in 0..LOOK {
                 let Some(c) = next else {
                     break;
                 };
                 let ch = chunks.chunk(c);
                 let bytes = chunks.bytes(ch);
+                if !self.exempt(ch.map) && !self.affords(bytes) {
+                    refused = true;
+                    next = chunks.lru_next(c);
+                    continue;
+                }
                 let scopes: &[usize] = if ch.fence <= completed { &[0, 1] } else { &[1] };
                 for &k in scopes {
                     if bytes >= excess && best[k].is_none_or(|b| bytes < b.1) {
@@ -122,11 +134,27 @@ impl<S: Storage> MemoryManager<S> {
             }
             let Some(c) = pick else {
                 self.note_overshoot(need);
+                if refused {
+                    // The budget keeps this much: trimming settles here.
+                    self.books.settled = self.books.settled.max(held + need);
+                }
                 break;
             };
+            let ch = *self.seg().chunks.chunk(c);
+            if !self.exempt(ch.map) {
+                self.charge(self.seg().chunks.bytes(&ch));
+            }
             self.decommit_one(c)?;
         }
         Ok(())
+    }
+
+    /// Whether chunks of map `map` go back free of the churn budget: a
+    /// large page's own reservation, whose idle memory nothing else can
+    /// use.
+    pub(super) fn exempt(&self, map: u32) -> bool {
+        let seg = self.seg();
+        seg.reservations[seg.chunks.owner_of(map)].lane == 1
     }
 
     /// Asks `progress` to wait until the stream completed `cursor`; whether

@@ -27,6 +27,15 @@ pub enum OomCause<E> {
         /// The budget.
         limit: u32,
     },
+    /// The page the request needs is larger than any reservation the
+    /// storage offers (over a storage with resizable pages): it can never
+    /// be backed, so nothing was asked of the storage.
+    LargerThanReservation {
+        /// The page's bytes.
+        page: u64,
+        /// The largest reservation, in bytes.
+        max: u64,
+    },
 }
 
 /// An error of a [`MemoryManager`](super::MemoryManager), generic over the
@@ -99,6 +108,12 @@ impl<E: fmt::Display> fmt::Display for OomCause<E> {
                 )
             }
             OomCause::PageLimit { limit } => write!(f, "the budget of {limit} pages is spent"),
+            OomCause::LargerThanReservation { page, max } => write!(
+                f,
+                "a page of {} is larger than the storage's largest reservation ({})",
+                HumanBytes(*page),
+                HumanBytes(*max)
+            ),
         }
     }
 }

@@ -6,7 +6,7 @@ use super::error::{MemoryError, OomCause};
 use super::manager::MemoryManager;
 use super::pages::Page;
 use super::pool::Engine;
-use super::progress::Progress;
+use super::progress::{NoWait, Progress};
 use super::rounding::round_class;
 use super::segment::Carving;
 use crate::platform::{ErrorKind, PageId, PlatformError, Storage};
@@ -45,6 +45,9 @@ impl<S: Storage> MemoryManager<S> {
         };
         if self.capture.is_recording() {
             return Err(MemoryError::AllocationInCapture { bytes });
+        }
+        if self.segment.is_some() {
+            self.check_carvable(bytes, rounded)?;
         }
         self.release_recent();
         if !self.capture.is_open() {
@@ -134,30 +137,43 @@ impl<S: Storage> MemoryManager<S> {
     /// every idle page is released, the storage flushed, and the allocation
     /// retried once.
     fn alloc_page(&mut self, bytes: u64, rounded: u64) -> Result<PageId, MemoryError<S::Error>> {
-        let first = match self.storage.alloc(bytes) {
-            Ok(id) => return Ok(id),
+        self.storage_call("alloc", rounded, &mut NoWait, |s| s.alloc(bytes))
+    }
+
+    /// One storage call `op` (for a request of `rounded` bytes); on
+    /// exhaustion outside a capture window, idle memory still waiting for
+    /// the stream is waited for (as far as `progress` can), every idle page
+    /// and chunk is given back, the storage flushed, and the call retried
+    /// once. Other failures pass through typed.
+    pub(super) fn storage_call<T>(
+        &mut self,
+        op: &'static str,
+        rounded: u64,
+        progress: &mut dyn Progress,
+        mut call: impl FnMut(&mut S) -> Result<T, S::Error>,
+    ) -> Result<T, MemoryError<S::Error>> {
+        let first = match call(&mut self.storage) {
+            Ok(v) => return Ok(v),
             Err(e) => e,
         };
         if first.kind() != ErrorKind::OutOfMemory {
-            return Err(MemoryError::Storage {
-                op: "alloc",
-                source: first,
-            });
+            return Err(MemoryError::Storage { op, source: first });
         }
         if self.capture.is_open() {
             return Err(self.oom(rounded, OomCause::Storage(first)));
         }
+        // Idle memory still waiting for the stream is worth a wait here.
+        if let Some(cursor) = self.awaiting() {
+            self.wait_for(cursor, progress);
+        }
         self.release_idle(true)?;
         self.flush()?;
-        match self.storage.alloc(bytes) {
-            Ok(id) => Ok(id),
+        match call(&mut self.storage) {
+            Ok(v) => Ok(v),
             Err(e) if e.kind() == ErrorKind::OutOfMemory => {
                 Err(self.oom(rounded, OomCause::Storage(e)))
             }
-            Err(source) => Err(MemoryError::Storage {
-                op: "alloc",
-                source,
-            }),
+            Err(source) => Err(MemoryError::Storage { op, source }),
         }
     }
 

@@ -7,7 +7,9 @@
 //! made the manager grow (a commit passed the trim limit while the live
 //! bytes were below their peak and more than 1/32 of the memory held was
 //! stranded, and at least eight granules) and off again once less than
-//! 1/64 is.
+//! 1/64 is, or once the churn budget (`budget.rs`) no longer covers its
+//! calls: a decommit it makes is charged to the budget and made only if
+//! covered.
 
 use super::error::MemoryError;
 use super::layout::StrandGuard;
@@ -50,7 +52,11 @@ impl<S: Storage> MemoryManager<S> {
         self.books.guarded = match self.layout.policy().strand_guard {
             StrandGuard::Off => false,
             StrandGuard::On => true,
-            _ => self.books.guarded && self.stranded_bytes() >= self.books.reserved >> OFF_SHIFT,
+            _ => {
+                self.books.guarded
+                    && self.stranded_bytes() >= self.books.reserved >> OFF_SHIFT
+                    && self.affords_guard()
+            }
         };
         self.books.guarded
     }
@@ -68,15 +74,26 @@ impl<S: Storage> MemoryManager<S> {
             && self.books.live.saturating_add(need) <= self.books.peak_live
             && stranded > self.books.reserved >> ON_SHIFT
             && stranded > floor
+            && self.affords_guard()
         {
             self.books.guarded = true;
         }
     }
 
+    /// Whether the churn budget covers the round trip of one granule: the
+    /// adaptive guard is on only while it does (its decommits and extra
+    /// commits are calls made by choice).
+    fn affords_guard(&self) -> bool {
+        let granule = self.segment.as_ref().map_or(0, |s| s.chunks.granule());
+        self.affords(granule)
+    }
+
     /// Idle chunks at the ends of granules `[lo, hi)` of reservation map
     /// `map` that a page there would use only in part are decommitted
     /// rather than woken: their rest would be stranded while the page
-    /// lives. A chunk whose fence the stream has not passed goes only if
+    /// lives. Charged to the churn budget, and made only if it covers
+    /// them, unless the map is a large page's own reservation (always
+    /// shed: a smaller page must not strand a larger one's chunk). A chunk whose fence the stream has not passed goes only if
     /// `progress` waits for it.
     pub(super) fn shed_partial(
         &mut self,
@@ -94,10 +111,15 @@ impl<S: Storage> MemoryManager<S> {
             };
             let ch = *self.seg().chunks.chunk(c);
             let covered = hi.min(ch.start + ch.len) - lo.max(ch.start);
-            if ch.users != 0 || covered == ch.len {
+            let bytes = self.seg().chunks.bytes(&ch);
+            let exempt = self.exempt(map);
+            if ch.users != 0 || covered == ch.len || !(exempt || self.affords(bytes)) {
                 continue;
             }
             if ch.fence <= self.books.completed || self.wait_for(ch.fence, progress) {
+                if !exempt {
+                    self.charge(bytes);
+                }
                 self.decommit_one(c)?;
             }
         }

@@ -75,9 +75,11 @@
 //! # Ok::<(), MemoryError<Exhausted>>(())
 //! ```
 
+mod budget;
 mod chunks;
 mod decommit;
 mod error;
+mod free;
 mod grow;
 mod guard;
 mod handle;
@@ -89,12 +91,14 @@ mod priming;
 mod progress;
 mod release;
 mod report;
+mod reserve;
 mod rounding;
 mod segment;
 mod size_index;
 mod slots;
 mod tlsf;
 
+pub use budget::ChurnBudget;
 pub use error::{MemoryError, OomCause};
 pub use handle::{AllocationMode, CapturedSlice, SliceHandle};
 pub use layout::{

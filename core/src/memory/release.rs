@@ -142,7 +142,9 @@ impl<S: Storage> MemoryManager<S> {
     }
 
     /// What trimming keeps the bytes held under: the most ever held, or the
-    /// peak of live bytes plus the policy's headroom, whichever is larger.
+    /// peak of live bytes plus the policy's headroom, whichever is larger
+    /// (and no lower than where the churn budget settled it, see
+    /// `decommit_to_fit`).
     pub(super) fn trim_limit(&self) -> u64 {
         let headroom = shr(
             self.books.peak_live,
@@ -151,6 +153,7 @@ impl<S: Storage> MemoryManager<S> {
         self.books
             .high_water
             .max(self.books.peak_live.saturating_add(headroom))
+            .max(self.books.settled)
     }
 
     /// Releases every idle page (the persistent pool's too), then flushes

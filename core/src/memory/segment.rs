@@ -95,8 +95,9 @@ impl Segment {
     }
 
     /// Bytes one reservation spans by default: the storage's largest, at
-    /// most what a chunk map addresses, in whole granules.
-    fn reservation_size(&self) -> u64 {
+    /// most what a chunk map addresses, in whole granules. No page larger
+    /// than this is ever carved: its granules could not all be committed.
+    pub(super) fn reservation_size(&self) -> u64 {
         let g = self.chunks.granule();
         self.terms
             .max_reservation
@@ -217,18 +218,38 @@ impl<S: Storage> MemoryManager<S> {
         Some(seg.engines[lane].carve(f.block, bytes).block)
     }
 
+    /// Refuses a page of `bytes` that no reservation can hold (so every
+    /// granule a carved page spans can be committed and counted), before
+    /// anything is released or asked of the storage.
+    pub(super) fn check_carvable(&self, bytes: u64, rounded: u64) -> Res<(), S> {
+        let max = self.seg().reservation_size();
+        if bytes > max {
+            return Err(self.oom(
+                rounded,
+                OomCause::LargerThanReservation { page: bytes, max },
+            ));
+        }
+        Ok(())
+    }
+
     /// A new reservation large enough for a page of `bytes`.
     fn add_reservation(&mut self, bytes: u64, rounded: u64, lane: usize) -> Res<(), S> {
+        self.check_carvable(bytes, rounded)?;
         let g = self.seg().chunks.granule();
         let Some(need) = round_up(bytes, g) else {
             return Err(MemoryError::InvalidSize { size: rounded });
         };
-        // A large page gets a reservation of its own, sized to it: it comes
-        // and goes whole, like a page from `alloc`, without a sync.
+        // A large page gets a reservation of its own, sized to it and half
+        // as much again: it comes and goes whole, like a page from `alloc`,
+        // without a sync, and a buffer that grows (a new, larger one, then
+        // the old one freed) finds room in the reservation before last,
+        // over its committed chunks, and commits only the growth.
         let size = if lane == 1 {
-            need
+            let room = (need / 2) & !(g - 1);
+            need.saturating_add(room)
+                .min(self.seg().reservation_size().max(need))
         } else {
-            self.seg().reservation_size().max(need)
+            self.seg().reservation_size()
         };
         let id = match self.storage.reserve(size) {
             Ok(id) => id,
@@ -276,7 +297,7 @@ impl<S: Storage> MemoryManager<S> {
         let seg = self.seg();
         let map = seg.reservations[c.reservation].map;
         let (lo, hi) = seg.chunks.span(c.offset, bytes);
-        if self.guarding() {
+        if self.guarding() || self.exempt(map) {
             self.shed_partial(map, lo, hi, progress)?;
         }
         let seg = self.seg_mut();
@@ -411,8 +432,8 @@ impl<S: Storage> MemoryManager<S> {
         Ok(())
     }
 
-    /// One storage commit; on exhaustion (outside a capture window) every
-    /// idle page and chunk is given back and the commit retried once.
+    /// One storage commit, retried once after giving idle memory back on
+    /// exhaustion (see [`storage_call`](Self::storage_call)).
     fn commit_call(
         &mut self,
         id: PageId,
@@ -421,35 +442,7 @@ impl<S: Storage> MemoryManager<S> {
         rounded: u64,
         progress: &mut dyn Progress,
     ) -> Res<(), S> {
-        let first = match self.storage.commit(id, offset, bytes) {
-            Ok(()) => return Ok(()),
-            Err(e) => e,
-        };
-        if first.kind() != ErrorKind::OutOfMemory {
-            return Err(MemoryError::Storage {
-                op: "commit",
-                source: first,
-            });
-        }
-        if self.capture.is_open() {
-            return Err(self.oom(rounded, OomCause::Storage(first)));
-        }
-        // Idle memory still waiting for the stream is worth a wait here.
-        if let Some(cursor) = self.awaiting() {
-            self.wait_for(cursor, progress);
-        }
-        self.release_idle(true)?;
-        self.flush()?;
-        match self.storage.commit(id, offset, bytes) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::OutOfMemory => {
-                Err(self.oom(rounded, OomCause::Storage(e)))
-            }
-            Err(source) => Err(MemoryError::Storage {
-                op: "commit",
-                source,
-            }),
-        }
+        self.storage_call("commit", rounded, progress, |s| s.commit(id, offset, bytes))
     }
 
     /// Bytes of address space reserved for carved pages (0 over a storage

@@ -23,6 +23,9 @@ fn vm_error(op: &str, e: VmError, bytes: u64) -> MockError {
         VmError::Overlap => MockError::invalid(std::format!(
             "{op}: the range overlaps a committed chunk, or is not exactly one"
         )),
+        VmError::TooLarge => MockError::invalid(std::format!(
+            "{op}: {bytes} bytes, more than the largest reservation"
+        )),
     }
 }
 use super::command::Touch;
@@ -34,6 +37,17 @@ use crate::error::MockError;
 use crate::memory::{MemoryKind, PageState, VmError};
 
 impl State {
+    /// While a capture is open, a call that takes or gives back memory
+    /// (`reason` says which) invalidates every capture and fails, as the
+    /// driver's would.
+    fn refuse_in_capture(&mut self, reason: &str) -> Result<(), MockError> {
+        if self.any_capture_open() {
+            self.invalidate_all(reason);
+            return Err(MockError::new(ErrorKind::CaptureUnsupported, reason));
+        }
+        Ok(())
+    }
+
     /// Allocates a page of `size` bytes of `kind` for storage `storage`.
     pub(crate) fn alloc(
         &mut self,
@@ -41,11 +55,7 @@ impl State {
         storage: u64,
         size: u64,
     ) -> Result<PageId, MockError> {
-        if self.any_capture_open() {
-            let reason = "a storage allocation while a capture was open";
-            self.invalidate_all(reason);
-            return Err(MockError::new(ErrorKind::CaptureUnsupported, reason));
-        }
+        self.refuse_in_capture("a storage allocation while a capture was open")?;
         let Some(page) = self.memory.alloc(kind, storage, size) else {
             return Err(MockError::new(
                 ErrorKind::OutOfMemory,
@@ -119,10 +129,8 @@ impl State {
     /// The host's clock does not advance: a flush is not a synchronization
     /// the core may rely on. Returns how many pages were released.
     pub(crate) fn flush(&mut self, kind: MemoryKind, pages: &[PageId]) -> Result<u64, MockError> {
-        if !pages.is_empty() && self.any_capture_open() {
-            let reason = "a flush releasing pages while a capture was open";
-            self.invalidate_all(reason);
-            return Err(MockError::new(ErrorKind::CaptureUnsupported, reason));
+        if !pages.is_empty() {
+            self.refuse_in_capture("a flush releasing pages while a capture was open")?;
         }
         if !pages.is_empty() {
             self.run_until(State::idle)?;
@@ -165,11 +173,7 @@ impl State {
         offset: u64,
         len: u64,
     ) -> Result<(), MockError> {
-        if self.any_capture_open() {
-            let reason = "a commit while a capture was open";
-            self.invalidate_all(reason);
-            return Err(MockError::new(ErrorKind::CaptureUnsupported, reason));
-        }
+        self.refuse_in_capture("a commit while a capture was open")?;
         self.memory
             .commit(storage, page, offset, len)
             .map_err(|e| vm_error("commit", e, len))?;
@@ -193,11 +197,7 @@ impl State {
         offset: u64,
         len: u64,
     ) -> Result<(), MockError> {
-        if self.any_capture_open() {
-            let reason = "a decommit while a capture was open";
-            self.invalidate_all(reason);
-            return Err(MockError::new(ErrorKind::CaptureUnsupported, reason));
-        }
+        self.refuse_in_capture("a decommit while a capture was open")?;
         let op = self.next_op();
         let end = offset.saturating_add(len);
         let mut found = Vec::new();

@@ -15,7 +15,7 @@ use core::num::NonZeroU64;
 
 use streamcore::drop_queue::FlushPolicy;
 use streamcore::memory::{
-    LayoutError, LayoutPreset, MemoryLayout, MemoryPolicy, PoolSpec, StrandGuard,
+    ChurnBudget, LayoutError, LayoutPreset, MemoryLayout, MemoryPolicy, PoolSpec, StrandGuard,
 };
 use streamcore::platform::DeviceProperties;
 use streamcore::stream::StreamId;
@@ -92,15 +92,16 @@ impl Setup {
             properties,
             sane_properties,
             mock_memory,
-            // A quarter of the sane runs, in 2 MiB granules (as HIP's
-            // virtual memory on the GPUs we run). (The mock holds a page's
-            // bytes in one buffer, reservations included: the reservations
-            // adversarial properties and layouts ask for, of up to 2^56
-            // bytes, abort the process on their first write.)
-            virtual_memory: (config.device / 16 % 4 == 3
-                && sane_properties
-                && config.layout % 16 <= 5)
-                .then_some(2 * MIB),
+            // A quarter of the runs, whatever their properties and layout,
+            // in 64 KiB granules or 2 MiB ones (as HIP's virtual memory on
+            // the GPUs we run).
+            virtual_memory: (config.device / 16 % 4 == 3).then_some(
+                if config.device / 64 % 2 == 0 {
+                    64 * KIB
+                } else {
+                    2 * MIB
+                },
+            ),
             layout_pick: config.layout,
             seed: config.seed,
             flush,
@@ -149,8 +150,8 @@ fn properties(pick: u8) -> (DeviceProperties, bool) {
         integrated,
     };
     match pick % 16 {
-        // Sane: the harness's small pages (the mock zero-fills a page on
-        // its first write), discrete or integrated, larger pages.
+        // Sane: the harness's small pages, discrete or integrated, larger
+        // pages.
         0..=4 => (p(1 << 30, MIB, 256, false), true),
         5 | 6 => (p(1 << 30, MIB, 256, true), true),
         7 => (p(1 << 30, 64 * MIB, 512, false), true),
@@ -257,6 +258,7 @@ pub fn pick_layout(
                 split_boundaries: true,
                 large_page_granules: 1,
                 strand_guard: StrandGuard::On,
+                churn_budget: ChurnBudget::UNLIMITED,
             },
         ),
         _ => {

@@ -55,6 +55,11 @@ impl Builder {
     fn free(&mut self, slot: u32) {
         self.events.push(TraceEvent::Free { slot });
     }
+    fn free_all(&mut self, slots: impl IntoIterator<Item = u32>) {
+        for slot in slots {
+            self.free(slot);
+        }
+    }
     fn done(self, name: &str) -> (String, Trace) {
         let mut t = Trace {
             events: self.events,
@@ -83,9 +88,7 @@ pub fn workloads() -> Vec<(String, Trace)> {
     ] {
         for _ in 0..4 {
             let live: Vec<u32> = (0..n).map(|_| b.alloc(r.size(lo, hi), 0)).collect();
-            for s in live.into_iter().rev() {
-                b.free(s);
-            }
+            b.free_all(live.into_iter().rev());
         }
     }
     out.push(b.done("syn_three_phases"));
@@ -104,29 +107,18 @@ pub fn workloads() -> Vec<(String, Trace)> {
         let bigger = b.alloc(size.next_multiple_of(512), 0);
         b.free(cache);
         cache = bigger;
-        for s in acts {
-            b.free(s);
-        }
+        b.free_all(acts);
     }
     out.push(b.done("syn_growing_cache"));
 
     // Random sizes and lifetimes: no step structure at all.
-    let mut b = Builder::default();
-    let mut r = Rng(37);
-    let mut live: Vec<u32> = Vec::new();
-    for _ in 0..10_000 {
-        if live.len() > 20 && r.below(100) < 50 {
-            let i = r.below(live.len() as u64) as usize;
-            let s = live.swap_remove(i);
-            b.free(s);
-        } else {
-            live.push(b.alloc(r.size(4 * KIB, 64 * MIB), 0));
-        }
-    }
-    for s in live {
-        b.free(s);
-    }
-    out.push(b.done("syn_random_lifetimes"));
+    out.push(random_lifetimes(
+        "syn_random_lifetimes",
+        37,
+        4 * KIB,
+        64 * MIB,
+        20,
+    ));
 
     // Three streams, each its own size mix, interleaved.
     let mut b = Builder::default();
@@ -142,9 +134,7 @@ pub fn workloads() -> Vec<(String, Trace)> {
         }
     }
     for l in live {
-        for s in l {
-            b.free(s);
-        }
+        b.free_all(l);
     }
     out.push(b.done("syn_three_streams"));
 
@@ -162,19 +152,78 @@ pub fn workloads() -> Vec<(String, Trace)> {
             let huge = b.alloc(r.size(512 * MIB, 1 << 30), 0);
             b.free(huge);
         }
-        for s in acts {
-            b.free(s);
-        }
+        b.free_all(acts);
     }
-    for s in base {
-        b.free(s);
-    }
+    b.free_all(base);
     out.push(b.done("syn_huge_transients"));
 
     out.push(transformer_steps());
     out.push(serving());
     out.push(pinned_fragments());
+    // Added with the churn budget, not tuned on: the random workload again
+    // with another seed, other sizes and a larger live set; two caches
+    // growing by fixed steps at different paces.
+    out.push(random_lifetimes(
+        "syn_random_lifetimes_b",
+        101,
+        64 * KIB,
+        256 * MIB,
+        40,
+    ));
+    out.push(growing_pair());
     out
+}
+
+/// Random sizes (log-uniform in `lo..hi`) and lifetimes: after at least
+/// `floor` live buffers, each step frees a random one or allocates.
+fn random_lifetimes(name: &str, seed: u64, lo: u64, hi: u64, floor: usize) -> (String, Trace) {
+    let mut b = Builder::default();
+    let mut r = Rng(seed);
+    let mut live: Vec<u32> = Vec::new();
+    for _ in 0..10_000 {
+        if live.len() > floor && r.below(100) < 50 {
+            let i = r.below(live.len() as u64) as usize;
+            let s = live.swap_remove(i);
+            b.free(s);
+        } else {
+            live.push(b.alloc(r.size(lo, hi), 0));
+        }
+    }
+    b.free_all(live);
+    b.done(name)
+}
+
+/// Two caches growing by fixed steps (a new, larger buffer, then the old
+/// one freed), one by 48 MiB every step from 256 MiB, the other by 24 MiB
+/// every third step from 1 GiB, each restarting from its first size when
+/// it passes 3 GiB (a new sequence), with a few transient buffers of
+/// random sizes between the steps.
+fn growing_pair() -> (String, Trace) {
+    let mut b = Builder::default();
+    let mut r = Rng(89);
+    let starts = [256 * MIB, 1 << 30];
+    let steps = [48 * MIB, 24 * MIB];
+    let every = [1, 3];
+    let mut size = starts;
+    let mut cache = [b.alloc(size[0], 0), b.alloc(size[1], 0)];
+    for step in 0..240u64 {
+        let acts: Vec<u32> = (0..6).map(|_| b.alloc(r.size(MIB, 96 * MIB), 0)).collect();
+        for k in 0..2 {
+            if step % every[k] != 0 {
+                continue;
+            }
+            size[k] += steps[k];
+            if size[k] > 3 << 30 {
+                size[k] = starts[k];
+            }
+            let next = b.alloc(size[k], 0);
+            b.free(cache[k]);
+            cache[k] = next;
+        }
+        b.free_all(acts);
+    }
+    b.free_all(cache);
+    b.done("syn_growing_pair")
 }
 
 /// A PyTorch-like training loop of a 12-layer transformer (hidden 768,
@@ -250,9 +299,7 @@ fn transformer_steps() -> (String, Trace) {
             b.free(t1);
             b.free(upstream);
             upstream = next;
-            for s in keep.into_iter().rev() {
-                b.free(s);
-            }
+            b.free_all(keep.into_iter().rev());
         }
         b.free(upstream);
         b.free(x0);
@@ -264,9 +311,7 @@ fn transformer_steps() -> (String, Trace) {
             b.free(g);
         }
     }
-    for s in persistent {
-        b.free(s);
-    }
+    b.free_all(persistent);
     b.done("syn_transformer_steps")
 }
 
@@ -290,9 +335,7 @@ fn serving() -> (String, Trace) {
             let prompt = 32 + r.below(2000);
             let acts: Vec<u32> = (0..6).map(|_| b.alloc(prompt * 16 * KIB, 0)).collect();
             let kv = b.alloc((prompt + 64) * PER_TOKEN, 1);
-            for a in acts {
-                b.free(a);
-            }
+            b.free_all(acts);
             live.push((kv, prompt, 16 + r.below(1000)));
         }
         // One decode step for every live request.
@@ -321,9 +364,7 @@ fn serving() -> (String, Trace) {
     for (kv, _, _) in live {
         b.free(kv);
     }
-    for w in weights {
-        b.free(w);
-    }
+    b.free_all(weights);
     b.done("syn_serving")
 }
 
@@ -342,15 +383,11 @@ fn pinned_fragments() -> (String, Trace) {
             large.push(b.alloc(r.size(8 * MIB, 32 * MIB), 0));
             pins.push(b.alloc(r.size(64 * KIB, MIB), 0));
         }
-        for s in large {
-            b.free(s);
-        }
+        b.free_all(large);
         let big: Vec<u32> = (0..6)
             .map(|_| b.alloc(r.size(40 * MIB, 64 * MIB), 0))
             .collect();
-        for s in big {
-            b.free(s);
-        }
+        b.free_all(big);
         let drop = pins.len() / 3;
         for _ in 0..drop {
             let i = r.below(pins.len() as u64) as usize;
@@ -358,8 +395,6 @@ fn pinned_fragments() -> (String, Trace) {
             b.free(s);
         }
     }
-    for s in pins {
-        b.free(s);
-    }
+    b.free_all(pins);
     b.done("syn_pinned_fragments")
 }

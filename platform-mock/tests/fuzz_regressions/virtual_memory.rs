@@ -6,7 +6,6 @@
 /// a 1 GiB device was placed with only 1 MiB committed (without virtual
 /// memory the same request is a typed out-of-memory error).
 #[test]
-#[ignore = "memory manager: fails until the fix lands"]
 fn a_slice_larger_than_the_memory_is_never_placed_uncommitted() {
     use streamcore::device::{Device, DeviceConfig};
     use streamcore::memory::{LayoutPreset, MemoryLayout};

@@ -1,0 +1,163 @@
+//! The policies of a layout: how much idle memory a manager keeps, and how
+//! it trades bytes held for driver time.
+
+use core::num::NonZeroU64;
+
+use crate::memory::ChurnBudget;
+
+/// The thresholds that decide how much idle memory a manager keeps.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MemoryPolicy {
+    /// Trim before grow: when a reserve must take new storage and the bytes
+    /// held (pages, plus pages released but not yet flushed) would pass the
+    /// limit (the most ever held, or the peak of live bytes plus the
+    /// headroom below, whichever is larger), idle pages are released (oldest
+    /// idle first) and the storage flushed before allocating, until the new
+    /// page fits under the limit or nothing idle is left. Memory held then
+    /// only grows when live data needs it (idle pages of an earlier phase
+    /// that the new sizes cannot use go back first; PyTorch's
+    /// `garbage_collection_threshold` is a cousin). Never while a capture
+    /// window is open.
+    pub trim_before_grow: bool,
+    /// Headroom of trimming: the bytes held may also grow up to the peak of
+    /// live bytes plus `peak >> trim_headroom_shift` before idle pages are
+    /// released (idle pages within it stay cached for reuse, saving storage
+    /// calls). 64 means no headroom: only the most ever held.
+    pub trim_headroom_shift: u32,
+    /// Periodic release: an idle page that stayed idle for this many
+    /// reserves is released (checked every `period` reserves, so a page goes
+    /// after one to two periods). `None` turns it off. Never while a capture
+    /// window is open.
+    pub release_idle_after: Option<NonZeroU64>,
+    /// An idle exclusive (or persistent) page of `p` bytes is reused for a
+    /// request of `r` bytes only when `p - r <= r >> fit_slack_shift`; a
+    /// looser page stays idle (and is what trimming releases first). 64 means
+    /// exact fits only.
+    pub fit_slack_shift: u32,
+    /// Exclusive and dedicated pages are sized to their request rounded up
+    /// to a multiple of `2^(log2(size) - page_rounding_shift)` bytes (at
+    /// most `1/2^shift` more), so requests of nearby sizes (a cache growing
+    /// a little every step) share page sizes and reuse idle pages instead of
+    /// asking the storage each time. 64 means exact sizes (alignment only).
+    pub page_rounding_shift: u32,
+    /// Serve every request from the persistent pool, whatever the mode the
+    /// caller sets (as a pinned-host staging pool does).
+    pub force_persistent: bool,
+    /// On a resizable storage, a commit reaches ahead over free space to
+    /// at least `held >> commit_step_shift` bytes (what the manager holds,
+    /// by this fraction), within the trim limit when trimming: the number of
+    /// commits then grows with the logarithm of the memory. 64: commit only
+    /// what a page needs.
+    pub commit_step_shift: u32,
+    /// On a resizable storage, a granule a page shares with a neighbour is
+    /// committed as a chunk of its own (more commits; the page's own
+    /// granules go back with it).
+    pub split_boundaries: bool,
+    /// On a resizable storage, pages of at least this many granules get a
+    /// reservation of their own, sized to them: a large buffer (logits, a
+    /// growing cache) neither fragments the space of the others nor keeps
+    /// memory once it is freed and the memory is needed elsewhere.
+    pub large_page_granules: u32,
+    /// On a resizable storage, when carved pages guard against stranding
+    /// free memory inside committed chunks (see [`StrandGuard`]).
+    pub strand_guard: StrandGuard,
+    /// On a resizable storage, what decommits made by choice (trimming,
+    /// the strand guard) may cost in estimated driver time, earned by the
+    /// reserves (see [`ChurnBudget`]); past it, idle memory is kept.
+    pub churn_budget: ChurnBudget,
+    /// The most pages the manager may hold at once.
+    pub max_pages: u32,
+}
+
+/// When a manager over a resizable storage guards against *stranded*
+/// memory: free space inside a committed chunk that some page still uses,
+/// which cannot be given back (a chunk is one commit, given back whole).
+///
+/// Guarding means: a page's boundary granules are committed as chunks of
+/// their own, a commit covers only what the page needs (no reaching ahead),
+/// and an idle chunk a new page would use only in part is decommitted first
+/// (so its rest is not stranded while the page lives). Each costs driver
+/// calls; workloads with structure (training steps, phases, a growing cache)
+/// strand little without it, workloads of random sizes and lifetimes strand
+/// a tenth of their memory and more.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum StrandGuard {
+    /// Never: fewest commits.
+    Off,
+    /// From the first commit that passes the trim limit while the live
+    /// bytes are below their peak and more than 1/32 of the memory held
+    /// (and more than eight granules) is stranded (stranding made the
+    /// manager grow), until less than 1/64 is; only while the policy's
+    /// [`ChurnBudget`] covers its calls.
+    #[default]
+    Adaptive,
+    /// Always: fewest bytes.
+    On,
+}
+
+impl Default for MemoryPolicy {
+    fn default() -> Self {
+        Self {
+            trim_before_grow: true,
+            trim_headroom_shift: 7,
+            release_idle_after: None,
+            fit_slack_shift: 5,
+            page_rounding_shift: 5,
+            force_persistent: false,
+            max_pages: 1 << 20,
+            commit_step_shift: 6,
+            split_boundaries: false,
+            large_page_granules: 256,
+            strand_guard: StrandGuard::Adaptive,
+            // Chosen with the driver model (`memory_model` example): the
+            // recorded traces keep every trim they had; workloads of
+            // irregular sizes spend a few ms where round trips cost them
+            // 10-100x the driver pool's time.
+            churn_budget: ChurnBudget {
+                per_reserve_ns: 500,
+                per_mib_ns: 150,
+            },
+        }
+    }
+}
+
+/// What a policy favours when bytes held and driver time pull apart.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Favour {
+    /// Fewest bytes held: commit only what slices need, give idle memory
+    /// back before growing, always guard against stranded memory, whatever
+    /// the calls cost ([`ChurnBudget::UNLIMITED`]).
+    Bytes,
+    /// Both: the default.
+    #[default]
+    Balanced,
+    /// Fewest driver calls: commit ahead in large steps, keep idle memory,
+    /// never guard against stranded memory.
+    Time,
+}
+
+impl MemoryPolicy {
+    /// The default policy tilted towards `favour`.
+    pub fn favouring(favour: Favour) -> Self {
+        let base = Self::default();
+        match favour {
+            Favour::Balanced => base,
+            Favour::Bytes => Self {
+                trim_headroom_shift: 64,
+                commit_step_shift: 64,
+                split_boundaries: true,
+                strand_guard: StrandGuard::On,
+                churn_budget: ChurnBudget::UNLIMITED,
+                ..base
+            },
+            Favour::Time => Self {
+                trim_headroom_shift: 5,
+                commit_step_shift: 4,
+                strand_guard: StrandGuard::Off,
+                ..base
+            },
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Capture priming: what is reserved in `Prepare` serves the capture
+//! without a storage allocation; transitions out of order are refused.
+
+use super::*;
+use streamcore::memory::CapturedSlice;
+use streamcore::stream::capture::{CaptureError, Phase};
+
+#[test]
+fn capture_priming_means_no_storage_allocation_inside_the_capture() {
+    let mut m = manager();
+    let (weights, _) = m.reserve(3 * MIB).unwrap();
+    let step = |m: &mut MemoryManager<TestStorage>| {
+        let (a, _) = m.reserve(2 * MIB).unwrap();
+        let (b, _) = m.reserve(40 * KIB).unwrap();
+        m.free(a).unwrap();
+        let (c, _) = m.reserve(2 * MIB).unwrap();
+        let (d, _) = m.reserve(100).unwrap();
+        m.free(b).unwrap();
+        m.free(d).unwrap();
+        c
+    };
+    m.prepare().unwrap();
+    assert_eq!(m.phase(), Phase::Prepare);
+    let c = step(&mut m);
+    m.free(c).unwrap();
+    // Every slice of the warm-up is retained: `a` and `c` are two pages.
+    assert_eq!(pool(&m, PoolKind::Exclusive).slices, 3);
+    assert!(matches!(
+        m.cleanup(),
+        Err(MemoryError::WindowOpen {
+            phase: Phase::Prepare
+        })
+    ));
+    m.begin_capture().unwrap();
+    assert_eq!(
+        pool(&m, PoolKind::Exclusive).slices,
+        1,
+        "retained slices released"
+    );
+    let allocs = m.storage().allocs;
+    let c = step(&mut m);
+    assert_eq!(
+        m.storage().allocs,
+        allocs,
+        "no storage allocation in the capture"
+    );
+    assert_eq!(m.storage().deallocs, 0, "nothing released in the window");
+    let mut captured: Vec<CapturedSlice> = Vec::new();
+    m.end_capture(|s| captured.push(s)).unwrap();
+    assert_eq!(captured.len(), 4);
+    assert_eq!(m.phase(), Phase::NoCapture);
+    // Pinned: freeing by the owner keeps them reserved until unpinned.
+    m.free(c).unwrap();
+    assert!(matches!(m.free(c), Err(MemoryError::AlreadyFreed(_))));
+    assert_eq!(m.report().total().slices, 5);
+    for s in &captured {
+        assert_eq!(m.range(s.handle).unwrap(), s.range);
+        m.unpin(s.handle).unwrap();
+        assert!(matches!(
+            m.unpin(s.handle),
+            Err(MemoryError::StaleHandle(_))
+        ));
+    }
+    assert_eq!(m.report().total().slices, 1);
+    m.free(weights).unwrap();
+    assert_eq!(m.report().total().slices, 0);
+}
+
+#[test]
+fn a_capture_that_would_allocate_fails_typed_and_allocates_nothing() {
+    let mut m = manager();
+    m.prepare().unwrap();
+    m.begin_capture().unwrap();
+    let allocs = m.storage().alloc_calls;
+    assert!(matches!(
+        m.reserve(5 * MIB),
+        Err(MemoryError::AllocationInCapture { bytes }) if bytes == 5 * MIB
+    ));
+    assert!(matches!(
+        m.reserve(10),
+        Err(MemoryError::AllocationInCapture { bytes }) if bytes == 64 * KIB
+    ));
+    assert_eq!(m.storage().alloc_calls, allocs);
+    m.abort_capture().unwrap();
+    assert_eq!(m.phase(), Phase::NoCapture);
+    m.reserve(5 * MIB).unwrap();
+}
+
+#[test]
+fn capture_transitions_out_of_order_are_rejected() {
+    let mut m = manager();
+    assert!(matches!(
+        m.begin_capture(),
+        Err(MemoryError::Capture(CaptureError::NotPrepared))
+    ));
+    assert!(matches!(
+        m.end_capture(|_| {}),
+        Err(MemoryError::Capture(CaptureError::NotCapturing { .. }))
+    ));
+    assert!(matches!(
+        m.abort_capture(),
+        Err(MemoryError::Capture(CaptureError::NothingToAbort))
+    ));
+    m.prepare().unwrap();
+    assert!(matches!(
+        m.prepare(),
+        Err(MemoryError::Capture(CaptureError::AlreadyOpen { .. }))
+    ));
+    // Aborting the warm-up releases what it retained.
+    let (h, _) = m.reserve(2 * MIB).unwrap();
+    m.free(h).unwrap();
+    assert_eq!(m.report().total().slices, 1);
+    m.abort_capture().unwrap();
+    assert_eq!(m.report().total().slices, 0);
+    let mut none = 0;
+    m.prepare().unwrap();
+    m.begin_capture().unwrap();
+    m.end_capture(|_| none += 1).unwrap();
+    assert_eq!(none, 0);
+}

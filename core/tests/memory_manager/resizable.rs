@@ -1,0 +1,204 @@
+//! Pages carved from reservations over a storage with resizable pages:
+//! shared granules, commits, no commit in a capture, typed storage errors,
+//! the strand guard.
+
+use super::*;
+
+/// A storage with resizable pages of 2 MiB granules.
+fn resizable() -> MemoryManager<TestStorage> {
+    MemoryManager::new(TestStorage::resizable(2 * MIB, 1 << 30), default_layout())
+}
+
+#[test]
+fn carved_pages_share_granules_and_grow_by_commits() {
+    let mut m = resizable();
+    let (a, ra) = m.reserve(3 * MIB).unwrap();
+    let (b, rb) = m.reserve(MIB).unwrap();
+    assert_eq!(ra.page, rb.page, "both carved from one reservation");
+    assert!(ra.offset + ra.len <= rb.offset || rb.offset + rb.len <= ra.offset);
+    let s = m.storage();
+    assert_eq!(
+        (s.reserve_calls, s.alloc_calls, s.commit_calls),
+        (1, 0, 1),
+        "one reservation, one commit, no page of its own"
+    );
+    // 4 MiB of pages in two granules, not 3 + 1 rounded to 6 MiB.
+    assert_eq!(s.committed(), 4 * MIB);
+    assert_eq!(m.held_bytes(), 4 * MIB);
+    assert!(s.is_committed(ra.page.0, ra.offset, ra.len));
+    assert!(s.is_committed(rb.page.0, rb.offset, rb.len));
+    m.free(a).unwrap();
+    m.free(b).unwrap();
+    // Freed pages go back to their reservation; nothing is synchronized or
+    // given back before it is needed.
+    assert_eq!(m.storage().decommit_calls, 0);
+    assert_eq!(m.storage().flushes, 0);
+    let (c, rc) = m.reserve(3 * MIB).unwrap();
+    assert_eq!(m.storage().commit_calls, 1, "the freed space is reused");
+    assert!(m.storage().is_committed(rc.page.0, rc.offset, rc.len));
+    m.free(c).unwrap();
+    m.cleanup().unwrap();
+    let s = m.storage();
+    assert_eq!((s.committed(), m.held_bytes()), (0, 0));
+    assert!(s.decommit_calls >= 1);
+    assert!(s.ranges.is_empty(), "the empty reservation is given back");
+    assert!(s.live.is_empty());
+}
+
+#[test]
+fn nothing_is_committed_in_a_capture_nor_decommitted_while_flushes_are_held() {
+    let mut m = resizable();
+    m.prepare().unwrap();
+    // The warm-up: what the window will need, freed again (and retained).
+    let (w, _) = m.reserve(5 * MIB).unwrap();
+    m.free(w).unwrap();
+    m.begin_capture().unwrap();
+    let commits = m.storage().commit_calls;
+    // The warm-up's bytes serve the capture; more would need a commit.
+    let (x, _) = m.reserve(5 * MIB).unwrap();
+    assert!(matches!(
+        m.reserve(64 * MIB),
+        Err(MemoryError::AllocationInCapture { .. })
+    ));
+    assert_eq!(
+        m.storage().commit_calls,
+        commits,
+        "no commit inside the capture"
+    );
+    m.free(x).unwrap();
+    assert!(matches!(m.cleanup(), Err(MemoryError::WindowOpen { .. })));
+    let mut pinned = Vec::new();
+    m.end_capture(|s| pinned.push(s.handle)).unwrap();
+    for h in pinned {
+        m.unpin(h).unwrap();
+    }
+    // Another stream records: the device holds every manager's flushes.
+    m.hold_flushes(true).unwrap();
+    m.cleanup().unwrap();
+    assert_eq!(
+        m.storage().decommit_calls,
+        0,
+        "nothing unmapped during a capture"
+    );
+    assert!(m.storage().committed() > 0);
+    m.hold_flushes(false).unwrap();
+    m.cleanup().unwrap();
+    assert!(m.storage().decommit_calls > 0);
+    assert_eq!((m.storage().committed(), m.held_bytes()), (0, 0));
+}
+
+#[test]
+fn storage_errors_on_resizable_pages_are_typed_and_keep_the_books() {
+    let mut m = resizable();
+    let (a, _) = m.reserve(6 * MIB).unwrap();
+    m.free(a).unwrap();
+    m.storage_mut().fail_decommit = Some(ErrorKind::Other);
+    match m.cleanup() {
+        Err(MemoryError::Storage { op, .. }) => assert_eq!(op, "decommit"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        m.held_bytes(),
+        m.storage().held(),
+        "the chunk stays counted"
+    );
+    m.cleanup().unwrap();
+    assert_eq!((m.held_bytes(), m.storage().held()), (0, 0));
+
+    // Out of memory on a commit: idle memory goes back and the commit is
+    // retried once, then a typed out-of-memory.
+    let mut m = MemoryManager::new(
+        TestStorage {
+            capacity: 8 * MIB,
+            ..TestStorage::resizable(2 * MIB, 1 << 30)
+        },
+        default_layout(),
+    );
+    let (a, _) = m.reserve(6 * MIB).unwrap();
+    let (b, _) = m.reserve(2 * MIB).unwrap();
+    m.free(a).unwrap();
+    let (c, _) = m.reserve(4 * MIB).unwrap();
+    m.free(c).unwrap();
+    assert!(matches!(
+        m.reserve(8 * MIB),
+        Err(MemoryError::OutOfMemory {
+            cause: OomCause::Storage(_),
+            ..
+        })
+    ));
+    assert_eq!(m.held_bytes(), m.storage().held());
+    m.free(b).unwrap();
+    let (d, _) = m.reserve(8 * MIB).unwrap();
+    assert_eq!(m.storage().committed(), 8 * MIB);
+    m.free(d).unwrap();
+}
+
+/// Stranded memory: a 10 MiB page's chunk, idle once it is freed, serves a
+/// 4 MiB page placed in its hole. Without the guard the chunk wakes whole
+/// and 6 MiB of it are stranded while the small page lives (nothing can
+/// give them back); with the guard the idle chunk is decommitted and only
+/// the small page's granules are committed. The adaptive guard turns on
+/// only once stranding made the manager grow.
+#[test]
+fn the_strand_guard_decommits_an_idle_chunk_a_page_would_use_in_part() {
+    use streamcore::memory::StrandGuard;
+    for guard in [StrandGuard::Off, StrandGuard::On] {
+        let policy = MemoryPolicy {
+            strand_guard: guard,
+            commit_step_shift: 64,
+            ..MemoryPolicy::default()
+        };
+        let mut m = MemoryManager::new(TestStorage::resizable(2 * MIB, 1 << 30), layout(policy));
+        // A neighbour keeps the hole from merging with the free tail.
+        let (a, ra) = m.reserve(10 * MIB).unwrap();
+        let (_n, _) = m.reserve(2 * MIB).unwrap();
+        m.free(a).unwrap();
+        let (b, rb) = m.reserve(4 * MIB).unwrap();
+        assert_eq!(rb.offset, ra.offset, "the small page lands in the hole");
+        assert!(m.storage().is_committed(rb.page.0, rb.offset, rb.len));
+        let stranded = m.stranded_bytes();
+        match guard {
+            StrandGuard::Off => {
+                assert_eq!(stranded, 6 * MIB, "the big chunk woke for a part");
+                assert_eq!(m.storage().decommit_calls, 0);
+            }
+            _ => {
+                assert_eq!(stranded, 0, "only the small page's granules");
+                assert_eq!(m.storage().decommit_calls, 1);
+            }
+        }
+        m.free(b).unwrap();
+        m.cleanup().unwrap();
+        assert_eq!((m.stranded_bytes(), m.idle_committed_bytes()), (0, 0));
+    }
+    assert_eq!(MemoryPolicy::default().strand_guard, StrandGuard::Adaptive);
+}
+
+#[test]
+fn a_page_larger_than_any_reservation_is_refused_before_the_storage_is_asked() {
+    // 64 KiB granules: a chunk map addresses 2^31 of them (2^47 bytes), less
+    // than the storage would reserve.
+    let g = 64 * KIB;
+    let mut m = MemoryManager::new(TestStorage::resizable(g, 1 << 62), default_layout());
+    let (kept, _) = m.reserve(MIB).unwrap();
+    let reservations = m.address_space();
+    for size in [(1u64 << 47) + 1, 1 << 48, 1 << 52] {
+        match m.reserve(size) {
+            Err(MemoryError::OutOfMemory {
+                cause: OomCause::LargerThanReservation { page, max },
+                ..
+            }) => assert!(page >= size && max == g << 31, "{page} {max}"),
+            Err(e) => panic!("{size} bytes: {e}"),
+            Ok((_, r)) => panic!(
+                "{size} bytes placed at {r:?} with {} bytes committed",
+                m.storage().committed()
+            ),
+        }
+        assert_eq!(m.address_space(), reservations, "nothing reserved");
+    }
+    // A reservation may hold it: placed only with every byte committed.
+    let (h, r) = m.reserve(1 << 30).unwrap();
+    assert!(m.storage().is_committed(r.page.0, r.offset, r.len));
+    m.free(h).unwrap();
+    m.free(kept).unwrap();
+}

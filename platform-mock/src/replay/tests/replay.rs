@@ -1,0 +1,398 @@
+//! The replay driver: peaks and hooks, failures naming their event, the
+//! recorded traces' ratios, the counting storage's charges and the driver
+//! model's figures.
+
+use super::*;
+
+#[test]
+fn replay_measures_peaks_and_calls_the_hooks() {
+    let trace = parse(&lines(&[
+        r#"{"op":"alloc","id":1,"size":1048576,"stream":0}"#,
+        r#"{"op":"alloc","id":2,"size":2097152,"stream":1}"#,
+        r#"{"op":"free","id":1}"#,
+        r#"{"op":"alloc","id":3,"size":1048576,"stream":0}"#,
+        r#"{"op":"free","id":3}"#,
+        r#"{"op":"free","id":2}"#,
+    ]))
+    .unwrap();
+    let mut progress = Vec::new();
+    let mut samples = Vec::new();
+    let mut on_progress = |done, total| progress.push((done, total));
+    let mut on_sample = |s: Sample| samples.push(s);
+    let mut target = StreamcoreTarget::new(small_layout(), 256).with_model(DriverModel::Books);
+    let report = replay(
+        &trace,
+        &mut target,
+        ReplayOptions {
+            progress: Some(&mut on_progress),
+            progress_every: 2,
+            sampler: Some(&mut on_sample),
+            sample_every: 1,
+        },
+    )
+    .unwrap();
+    assert_eq!(report.events, 6);
+    assert_eq!(report.allocs, 3);
+    assert_eq!(report.peak_live, 3 << 20);
+    assert_eq!(
+        report.peak_reserved,
+        3 << 20,
+        "the idle page is reused exactly"
+    );
+    assert_eq!(report.storage.allocs, 2);
+    assert!((report.ratio() - 1.0).abs() < 1e-12);
+    assert_eq!(progress, vec![(2, 6), (4, 6), (6, 6)]);
+    let live: Vec<u64> = samples.iter().map(|s| s.live >> 20).collect();
+    assert_eq!(live, vec![1, 3, 2, 3, 2, 0]);
+    assert!(samples.iter().all(|s| s.reserved >= s.live));
+    assert_eq!(target.managers().len(), 2, "one manager per stream");
+    let text = std::format!("{report}");
+    assert!(text.contains("reserved / live   1.000"), "{text}");
+}
+
+#[test]
+fn replay_failures_name_the_event() {
+    let trace = parse(&lines(&[
+        r#"{"op":"alloc","id":1,"size":1048576,"stream":0}"#,
+        r#"{"op":"alloc","id":2,"size":1048576,"stream":0}"#,
+    ]))
+    .unwrap();
+    let mut target =
+        StreamcoreTarget::with_accounting(small_layout(), 256, Accounting::with_capacity(1 << 20))
+            .with_model(DriverModel::Books);
+    let e = replay(&trace, &mut target, ReplayOptions::default()).unwrap_err();
+    assert_eq!(e.event, 1);
+    assert!(e.why.contains("out of memory"), "{e}");
+}
+
+/// The recorded traces, through the default layout over the pools' own
+/// books (exact bytes): peak reserved / peak live at or below the targets (a
+/// deterministic figure, not a timing).
+#[test]
+fn recorded_traces_meet_the_ratio_targets() {
+    let dir = traces_dir();
+    let props = h200();
+    for (name, target) in [
+        ("gpt2_train", 1.047),
+        ("resnet50_train", 1.043),
+        ("llama_decode", 1.043),
+        ("two_stream_pipeline", 1.050),
+    ] {
+        let trace = Trace::load(dir.join(std::format!("{name}.jsonl.gz"))).unwrap();
+        assert_eq!(
+            trace.header.events,
+            Some(trace.events.len() as u64),
+            "{name}: header and events agree"
+        );
+        let mut t = StreamcoreTarget::new(MemoryLayout::for_device(&props), 256)
+            .with_model(DriverModel::Books);
+        let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
+        assert!(r.ratio() <= target, "{name}: {:.4} > {target}", r.ratio());
+        assert!(r.ratio() >= 1.0, "{name}: reserved below live?");
+        // Everything the trace frees is back in the pools.
+        let live_left: u64 = t.reports().iter().map(|r| r.total().in_use).sum();
+        let mut live = std::collections::HashMap::new();
+        for e in &trace.events {
+            match *e {
+                TraceEvent::Alloc { slot, size, .. } => {
+                    live.insert(slot, size);
+                }
+                TraceEvent::Free { slot } => {
+                    live.remove(&slot);
+                }
+            }
+        }
+        assert_eq!(live_left, live.values().sum::<u64>(), "{name}");
+    }
+}
+
+/// The counting storage charges what the driver charges: whole 2 MiB units
+/// above 1 MiB, packed pages below, exact chunks on the virtual-memory
+/// route, and the cost table's time for every call.
+#[test]
+fn the_counting_storage_charges_the_drivers_terms() {
+    use streamcore::platform::Storage;
+    let mib = 1u64 << 20;
+    let acc = Accounting::new();
+    let mut s = CountingStorage::with_model(acc.clone(), 256, DriverModel::Malloc);
+    for (size, charged) in [
+        (mib + mib / 2, 2 * mib),
+        (3 * mib, 4 * mib),
+        (5 * mib, 6 * mib),
+    ] {
+        let before = acc.held();
+        let p = s.alloc(size).unwrap();
+        assert_eq!(acc.held() - before, charged, "{size}");
+        s.dealloc(p);
+        s.flush().unwrap();
+        assert_eq!(acc.held(), before);
+    }
+    // Below 1 MiB pages share granules: three of 512 KiB take 2 MiB.
+    let small: Vec<_> = (0..3).map(|_| s.alloc(512 << 10).unwrap()).collect();
+    assert_eq!(acc.held(), 2 * mib);
+    let st = acc.stats();
+    assert_eq!((st.allocs, st.deallocs, st.syncs), (6, 3, 3));
+    let table = H200;
+    let expected = [mib + mib / 2, 3 * mib, 5 * mib]
+        .iter()
+        .map(|&b| {
+            table.malloc.of(b)
+                + table
+                    .free
+                    .of(DriverModel::Malloc.terms(&table, 256).charge(b))
+        })
+        .sum::<u64>()
+        + 3 * table.packed.of(512 << 10);
+    assert_eq!(st.driver_ns, expected);
+    for p in small {
+        s.dealloc(p);
+    }
+    s.flush().unwrap();
+    assert_eq!(acc.held(), 0);
+
+    // The virtual-memory route: a reservation costs nothing held, chunks
+    // cost their bytes until decommitted, at once.
+    let acc = Accounting::new();
+    let mut v = CountingStorage::with_model(acc.clone(), 256, DriverModel::Vmm);
+    let r = v.reserve(64 * mib).unwrap();
+    assert_eq!(acc.held(), 0);
+    v.commit(r, 0, 6 * mib).unwrap();
+    v.commit(r, 6 * mib, 2 * mib).unwrap();
+    assert_eq!((acc.held(), v.committed(r)), (8 * mib, Some(8 * mib)));
+    // Contract violations are refused, not charged.
+    for (o, l) in [(mib, 2 * mib), (4 * mib, 2 * mib), (62 * mib, 4 * mib)] {
+        let e = v.commit(r, o, l).unwrap_err();
+        assert_eq!(
+            e.kind,
+            streamcore::platform::ErrorKind::InvalidValue,
+            "{o}+{l}"
+        );
+    }
+    assert!(v.decommit(r, 0, 2 * mib).is_err(), "not one earlier commit");
+    v.decommit(r, 0, 6 * mib).unwrap();
+    assert_eq!(acc.held(), 2 * mib);
+    let st = acc.stats();
+    assert_eq!(
+        (st.reserves, st.commits, st.decommits, st.syncs),
+        (1, 2, 1, 0)
+    );
+    assert_eq!(
+        st.driver_ns,
+        table.reserve.of(64 * mib)
+            + table.commit.of(6 * mib)
+            + table.commit.of(2 * mib)
+            + table.decommit.of(6 * mib)
+    );
+    assert_eq!(st.committed_bytes, 8 * mib);
+}
+
+/// What the driver model predicts for each recorded trace through the
+/// default layout, held as figures (deterministic; the model's own time,
+/// not a measurement): the H200's virtual-memory route and the `hipMalloc`
+/// fallback. The virtual-memory figures are what the default targets on the
+/// GPU (issue 11: peak used / live at or below gpt2 1.049, resnet50 1.012,
+/// llama 1.032, two-stream 1.006; driver time under the driver pool's wall
+/// time).
+#[test]
+fn the_driver_model_holds_its_figures_per_trace() {
+    let dir = traces_dir();
+    let props = h200();
+    // (trace, model, ratio x 1e4, allocs (commits included), commits,
+    // decommits, driver ms x 10)
+    let expected: [(&str, DriverModel, u64, u64, u64, u64, u64); 8] = [
+        ("gpt2_train", DriverModel::Vmm, 10293, 214, 214, 14, 345),
+        // ResNet-50: 139 commits and 1 decommit (152 and 2 before the churn
+        // budget: the adaptive guard no longer splits its boundary
+        // granules when the budget does not cover a round trip), the same
+        // ratio.
+        ("resnet50_train", DriverModel::Vmm, 10048, 139, 139, 1, 124),
+        ("llama_decode", DriverModel::Vmm, 10174, 79, 79, 0, 50),
+        ("two_stream_pipeline", DriverModel::Vmm, 10062, 9, 9, 0, 10),
+        ("gpt2_train", DriverModel::Malloc, 10566, 778, 0, 0, 968),
+        ("resnet50_train", DriverModel::Malloc, 10726, 638, 0, 0, 600),
+        ("llama_decode", DriverModel::Malloc, 10621, 1985, 0, 0, 470),
+        (
+            "two_stream_pipeline",
+            DriverModel::Malloc,
+            10062,
+            10,
+            0,
+            0,
+            9,
+        ),
+    ];
+    let mut got = Vec::new();
+    for &(name, model, ..) in &expected {
+        let trace = Trace::load(dir.join(std::format!("{name}.jsonl.gz"))).unwrap();
+        let mut t = StreamcoreTarget::new(MemoryLayout::for_device(&props), 256).with_model(model);
+        let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
+        got.push((
+            name,
+            model,
+            (r.ratio() * 1e4).round() as u64,
+            r.storage.allocs,
+            r.storage.commits,
+            r.storage.decommits,
+            (r.driver_ms() * 10.0).round() as u64,
+        ));
+    }
+    assert_eq!(got, expected);
+}
+
+/// The same traces freed in stream order, as `streamcore replay --platform
+/// hip --touch` frees them (each allocation touched by one command on its
+/// stream): the figures of the default route are the untouched ones, the
+/// managers waiting for their stream a few times before giving memory back
+/// instead of fencing every free.
+#[test]
+fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
+    let dir = traces_dir();
+    let props = h200();
+    // (trace, ratio x 1e4, commits, decommits, waits)
+    let expected: [(&str, u64, u64, u64, u64); 4] = [
+        ("gpt2_train", 10293, 214, 14, 5),
+        // 139 commits and 1 decommit since the churn budget (152 and 2).
+        ("resnet50_train", 10048, 139, 1, 1),
+        ("llama_decode", 10174, 79, 0, 0),
+        ("two_stream_pipeline", 10062, 9, 0, 0),
+    ];
+    let mut got = Vec::new();
+    for &(name, ..) in &expected {
+        let trace = Trace::load(dir.join(std::format!("{name}.jsonl.gz"))).unwrap();
+        let mut t = StreamcoreTarget::new(MemoryLayout::for_device(&props), 256).ordered();
+        let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
+        got.push((
+            name,
+            (r.ratio() * 1e4).round() as u64,
+            r.storage.commits,
+            r.storage.decommits,
+            t.waits(),
+        ));
+    }
+    assert_eq!(got, expected);
+}
+
+/// Workloads the policy was not tuned on (`replay::synthetic`), through
+/// the pools' own books, the `hipMalloc` route and the default
+/// virtual-memory route, held as figures (deterministic). Where they stand
+/// against each other is in BENCHMARKS.md section 3.
+///
+/// Moved with the churn budget (before: vmm ratio, commits + decommits,
+/// driver ms): growing cache 1.0117, 389 + 345, 224.5 ms; random 1.0548,
+/// 1,174 + 765, 120.8 ms; three streams 1.1465, 829 + 743, 121.3 ms; huge
+/// transients 1.0160, 138 + 7, 13.6 ms; serving 1.0950, 3,914 + 3,645,
+/// 1,062.6 ms; pinned fragments 1.0676, 565 + 404, 58.4 ms: a fraction of
+/// the calls, for more bytes on the irregular ones (where each stands
+/// against the driver's pool on the H200: BENCHMARKS.md section 6). The
+/// last two workloads were added with the budget and not tuned on (before
+/// it: 1.1094, 568 + 233, 80.9 ms and 1.0111, 360 + 296, 553.6 ms).
+#[test]
+fn the_driver_model_holds_its_figures_on_unseen_workloads() {
+    // (workload, ratio x 1e4 books, malloc, vmm; vmm commits, decommits,
+    // driver ms x 10)
+    let expected: [(&str, u64, u64, u64, u64, u64, u64); 10] = [
+        ("syn_three_phases", 10107, 10886, 10109, 245, 0, 167),
+        ("syn_growing_cache", 10117, 10141, 10117, 179, 135, 531),
+        ("syn_random_lifetimes", 10148, 10905, 11456, 66, 16, 69),
+        ("syn_three_streams", 10821, 11082, 12729, 51, 12, 62),
+        ("syn_huge_transients", 10154, 11334, 10160, 141, 7, 130),
+        ("syn_transformer_steps", 10078, 10981, 10042, 270, 0, 218),
+        ("syn_serving", 10358, 10478, 11406, 537, 238, 1155),
+        ("syn_pinned_fragments", 10128, 10598, 11297, 39, 3, 33),
+        ("syn_random_lifetimes_b", 10118, 10316, 13479, 99, 28, 158),
+        ("syn_growing_pair", 10110, 10113, 10775, 387, 344, 5296),
+    ];
+    let workloads = crate::replay::synthetic::workloads();
+    assert_eq!(workloads.len(), expected.len(), "every workload is held");
+    let mut got = Vec::new();
+    for &(name, ..) in &expected {
+        let (_, trace) = workloads
+            .iter()
+            .find(|(n, _)| n == name)
+            .expect("a synthetic workload");
+        let mut ratio = [0u64; 3];
+        let mut calls = (0, 0, 0);
+        for (k, model) in [DriverModel::Books, DriverModel::Malloc, DriverModel::Vmm]
+            .into_iter()
+            .enumerate()
+        {
+            let mut t = StreamcoreTarget::new(h200_layout(), 256).with_model(model);
+            let r = replay(trace, &mut t, ReplayOptions::default()).unwrap();
+            ratio[k] = (r.ratio() * 1e4).round() as u64;
+            calls = (
+                r.storage.commits,
+                r.storage.decommits,
+                (r.driver_ms() * 10.0).round() as u64,
+            );
+        }
+        got.push((
+            name, ratio[0], ratio[1], ratio[2], calls.0, calls.1, calls.2,
+        ));
+    }
+    assert_eq!(got, expected);
+}
+
+/// The default layout of the H200 the model replays against.
+fn h200_layout() -> MemoryLayout {
+    MemoryLayout::for_device(&h200())
+}
+
+/// The churn budget bounds the decommits a manager makes by choice: on the
+/// workloads of random sizes (one stream, no page large enough for a
+/// reservation of its own, so every decommit is one by choice) what the
+/// decommits and the commits they set up cost, by the driver's fixed costs
+/// alone, stays within what the reserves earned. Before the budget the
+/// strand guard and trimming made 765 decommits on the first (76 ms of
+/// round trips against 7 ms earned).
+#[test]
+fn decommits_by_choice_stay_within_what_the_reserves_earned() {
+    let budget = MemoryPolicy::default().churn_budget;
+    let table = crate::replay::H200;
+    for name in ["syn_random_lifetimes", "syn_random_lifetimes_b"] {
+        let (_, trace) = crate::replay::synthetic::workloads()
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .expect("a synthetic workload");
+        assert_eq!(trace.streams, 1);
+        let (mut reserves, mut requested) = (0u64, 0u64);
+        for e in &trace.events {
+            if let TraceEvent::Alloc { size, .. } = e {
+                assert!(*size < 512 << 20, "no page of its own reservation");
+                reserves += 1;
+                requested += size;
+            }
+        }
+        let earned = reserves * budget.per_reserve_ns + (requested >> 20) * budget.per_mib_ns;
+        let mut t = StreamcoreTarget::new(h200_layout(), 256).with_model(DriverModel::Vmm);
+        let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
+        let round_trip = table.decommit.fixed_ns + table.commit.fixed_ns;
+        let spent = r.storage.decommits * round_trip;
+        assert!(
+            spent <= earned,
+            "{name}: {} decommits cost at least {spent} ns, {earned} ns earned",
+            r.storage.decommits
+        );
+        assert!(r.storage.decommits > 0, "{name}: trimming still happens");
+    }
+}
+
+/// A buffer that grows (a new, larger one, then the old one freed) lands
+/// in the reservation before last, over its committed chunks: the bytes
+/// committed over the whole run stay within a few times the peak, where a
+/// reservation sized to each page made every step commit the whole buffer
+/// again (75 GiB committed for a 5 GiB peak).
+#[test]
+fn a_growing_buffer_commits_its_growth_not_itself() {
+    let (_, trace) = crate::replay::synthetic::workloads()
+        .into_iter()
+        .find(|(n, _)| n == "syn_growing_cache")
+        .expect("a synthetic workload");
+    let mut t = StreamcoreTarget::new(h200_layout(), 256).with_model(DriverModel::Vmm);
+    let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
+    assert!(
+        r.storage.committed_bytes <= 4 * r.peak_live,
+        "{} bytes committed over the run for a peak of {}",
+        r.storage.committed_bytes,
+        r.peak_live
+    );
+}

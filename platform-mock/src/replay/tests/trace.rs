@@ -1,0 +1,286 @@
+//! The trace loader: gzip and plain files, malformed and inconsistent
+//! traces, each refused with a typed error that says where.
+
+use super::*;
+
+#[test]
+fn loads_gzip_and_plain_alike() {
+    let text = lines(&[
+        r#"{"op":"alloc","id":7,"size":1000,"stream":0}"#,
+        r#"{"op":"alloc","id":9,"size":24,"stream":1}"#,
+        r#"{"op":"free","id":7}"#,
+        r#"{"op":"alloc","id":7,"size":5,"stream":0}"#,
+    ]);
+    let plain = parse(&text).unwrap();
+    let gz_path = temp_path("t.jsonl.gz");
+    std::fs::write(&gz_path, gzip(&text)).unwrap();
+    let gz = Trace::load(&gz_path).unwrap();
+    assert_eq!(plain, gz);
+    assert_eq!(plain.header.workload, "unit");
+    assert_eq!(plain.header.recorder_ratio(), Some(1.5));
+    assert_eq!((plain.slots, plain.streams), (3, 2));
+    assert_eq!(
+        plain.events,
+        vec![
+            TraceEvent::Alloc {
+                slot: 0,
+                size: 1000,
+                stream: 0
+            },
+            TraceEvent::Alloc {
+                slot: 1,
+                size: 24,
+                stream: 1
+            },
+            TraceEvent::Free { slot: 0 },
+            TraceEvent::Alloc {
+                slot: 2,
+                size: 5,
+                stream: 0
+            },
+        ]
+    );
+}
+
+#[test]
+fn missing_file_and_broken_gzip_are_typed() {
+    let missing = temp_path("does-not-exist.jsonl.gz");
+    assert!(matches!(
+        Trace::load(&missing),
+        Err(TraceError::NotFound { .. })
+    ));
+    let mut events = Vec::new();
+    for i in 0..500 {
+        events.push(std::format!(
+            r#"{{"op":"alloc","id":{i},"size":{},"stream":0}}"#,
+            512 + i
+        ));
+    }
+    let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+    let full = gzip(&lines(&refs));
+    let cut = temp_path("cut.jsonl.gz");
+    std::fs::write(&cut, &full[..full.len() / 2]).unwrap();
+    let e = Trace::load(&cut).unwrap_err();
+    assert!(matches!(e, TraceError::TruncatedGzip { .. }), "{e:?}");
+    assert!(std::format!("{e}").contains("truncated"), "{e}");
+    let mut bad = full.clone();
+    flip(&mut bad[20..60]);
+    let bad_path = temp_path("bad.jsonl.gz");
+    std::fs::write(&bad_path, &bad).unwrap();
+    assert_damaged(&Trace::load(&bad_path).unwrap_err());
+}
+
+/// Flips the bits of `bytes` (damaged data).
+fn flip(bytes: &mut [u8]) {
+    for b in bytes {
+        *b ^= 0x5a;
+    }
+}
+
+/// A damaged gzip stream is refused as bad or truncated.
+fn assert_damaged(e: &TraceError) {
+    assert!(
+        matches!(
+            e,
+            TraceError::BadGzip { .. } | TraceError::TruncatedGzip { .. }
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn malformed_lines_name_the_line_and_the_reason() {
+    let cases: [(&str, usize, &str); 8] = [
+        (r#"{"op":"alloc","id":1,"size":10"#, 2, "unexpected end"),
+        (r#"{"op":"alloc","id":1,"stream":0}"#, 2, "missing \"size\""),
+        (
+            r#"{"op":"alloc","id":1,"size":-4,"stream":0}"#,
+            2,
+            "\"size\" is -4, a negative number",
+        ),
+        (
+            r#"{"op":"alloc","id":1,"size":18446744073709551616,"stream":0}"#,
+            2,
+            "above the largest integer a trace holds (2^64 - 1)",
+        ),
+        (
+            r#"{"op":"alloc","id":1,"size":1.5,"stream":0}"#,
+            2,
+            "\"size\" is 1.5, not a whole number",
+        ),
+        (r#"{"op":"grow","id":1}"#, 2, "unknown op \"grow\""),
+        (r#"{"id":1}"#, 2, "missing \"op\""),
+        (
+            r#"{"op":"alloc","id":1,"size":4,"stream":5000}"#,
+            2,
+            "stream 5000",
+        ),
+    ];
+    for (line, at, why) in cases {
+        match parse(&lines(&[line])) {
+            Err(TraceError::MalformedLine { line: l, why: w }) => {
+                assert_eq!(l, at, "{line}");
+                assert!(w.contains(why), "{line}: {w}");
+            }
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+    let e = parse(&lines(&[
+        r#"{"op":"alloc","id":1,"size":4,"stream":0}"#,
+        "not json",
+    ]))
+    .unwrap_err();
+    assert!(std::format!("{e}").starts_with("line 3: "), "{e}");
+}
+
+#[test]
+fn semantic_errors_are_typed() {
+    assert!(matches!(
+        parse(&lines(&[r#"{"op":"free","id":4}"#])),
+        Err(TraceError::UnknownFree { line: 2, id: 4 })
+    ));
+    assert!(matches!(
+        parse(&lines(&[
+            r#"{"op":"alloc","id":4,"size":8,"stream":0}"#,
+            r#"{"op":"alloc","id":4,"size":8,"stream":0}"#
+        ])),
+        Err(TraceError::DuplicateId { line: 3, id: 4 })
+    ));
+    assert!(matches!(
+        parse(&lines(&[r#"{"op":"alloc","id":4,"size":0,"stream":0}"#])),
+        Err(TraceError::ZeroSize { line: 2, id: 4 })
+    ));
+    assert!(matches!(
+        parse(&lines(&[
+            r#"{"op":"alloc","id":4,"size":99999999999999999,"stream":0}"#
+        ])),
+        Err(TraceError::AbsurdSize { line: 2, id: 4, .. })
+    ));
+    assert!(matches!(parse(""), Err(TraceError::MissingHeader { .. })));
+    assert!(matches!(
+        parse(r#"{"op":"alloc","id":4,"size":8,"stream":0}"#),
+        Err(TraceError::MissingHeader { .. })
+    ));
+    assert!(matches!(
+        parse(r#"{"header": 3}"#),
+        Err(TraceError::MissingHeader { .. })
+    ));
+}
+
+#[test]
+fn streams_are_numbered_in_order_of_first_use() {
+    let ok = parse(&lines(&[
+        r#"{"op":"alloc","id":1,"size":8,"stream":0}"#,
+        r#"{"op":"alloc","id":2,"size":8,"stream":1}"#,
+        r#"{"op":"alloc","id":3,"size":8,"stream":0}"#,
+    ]))
+    .unwrap();
+    assert_eq!(ok.streams, 2);
+    let e = parse(&lines(&[r#"{"op":"alloc","id":1,"size":8,"stream":5}"#])).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TraceError::StreamOutOfOrder {
+                line: 2,
+                stream: 5,
+                expected: 0
+            }
+        ),
+        "{e:?}"
+    );
+    let e = parse(&lines(&[
+        r#"{"op":"alloc","id":1,"size":8,"stream":0}"#,
+        r#"{"op":"alloc","id":2,"size":8,"stream":2}"#,
+    ]))
+    .unwrap_err();
+    assert!(
+        std::format!("{e}").contains("stream 2 is used before stream 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_headers_counts_must_match_the_trace() {
+    let body = [
+        r#"{"op":"alloc","id":1,"size":8,"stream":0}"#,
+        r#"{"op":"free","id":1}"#,
+    ]
+    .join("\n");
+    let with = |header: &str| parse(&std::format!("{header}\n{body}\n"));
+    with(r#"{"header": {"events": 2, "streams": 1}}"#).unwrap();
+    let e = with(r#"{"header": {"events": 3, "streams": 1}}"#).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TraceError::HeaderMismatch {
+                what: "events",
+                header: 3,
+                found: 2
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(
+        std::format!("{e}").contains("the header announces 3 events, the trace has 2"),
+        "{e}"
+    );
+    let e = with(r#"{"header": {"events": 2, "streams": 2}}"#).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TraceError::HeaderMismatch {
+                what: "streams",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn gzip_members_trailing_bytes_and_corruption_are_told_apart() {
+    let text = lines(&[
+        r#"{"op":"alloc","id":1,"size":8,"stream":0}"#,
+        r#"{"op":"free","id":1}"#,
+    ]);
+    let read = |bytes: &[u8]| Trace::read(bytes, Path::new("t.gz"));
+    let whole = gzip(&text);
+    let want = parse(&text).unwrap();
+    assert_eq!(read(&whole).unwrap(), want);
+
+    // Two members, one after the other: one trace.
+    let cut = text.find("\n{\"op\":\"free\"").unwrap() + 1;
+    let mut two = gzip(&text[..cut]);
+    two.extend(gzip(&text[cut..]));
+    assert_eq!(read(&two).unwrap(), want);
+
+    // Bytes that are not gzip after the end: short or long, not "truncated".
+    for tail in [&b"x"[..], b"xy", b"garbage after the end\n", &[0u8; 100]] {
+        let mut bytes = whole.clone();
+        bytes.extend_from_slice(tail);
+        let e = read(&bytes).unwrap_err();
+        assert!(
+            matches!(e, TraceError::TrailingData { .. }),
+            "{tail:?}: {e:?}"
+        );
+    }
+
+    // Cut short: truncated.
+    let e = read(&whole[..whole.len() - 4]).unwrap_err();
+    assert!(matches!(e, TraceError::TruncatedGzip { .. }), "{e:?}");
+
+    // Corrupt in the middle of a long trace: the gzip error, not the
+    // garbage lines the damaged data decoded to.
+    let mut long = String::from(HEADER);
+    for i in 0..20_000u32 {
+        long.push_str(&std::format!(
+            "\n{{\"op\":\"alloc\",\"id\":{i},\"size\":{},\"stream\":0}}\n{{\"op\":\"free\",\"id\":{i}}}",
+            512 * (1 + i % 97)
+        ));
+    }
+    long.push('\n');
+    let mut bytes = gzip(&long);
+    let mid = bytes.len() / 2;
+    flip(&mut bytes[mid..mid + 64]);
+    assert_damaged(&read(&bytes).unwrap_err());
+}
