@@ -10,6 +10,10 @@
 //! With `PROFILE=<bench name>` the binary instead runs that bench's body
 //! `ITERS` times (default 100 000) in a plain loop, for a profiler:
 //! `PROFILE=launch_3_buffers_info_hit valgrind --tool=callgrind target/release/deps/device-*`
+//!
+//! With `RATIO=1` it instead times `Device::alloc` + drop (default lock and
+//! spin lock) against `MemoryManager` reserve + free side by side, rounds
+//! interleaved, and prints the medians and the ratios at 1 MiB and 4 KiB.
 
 use std::hint::black_box;
 
@@ -31,6 +35,10 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(100_000);
         profile(&name, iters);
+        return;
+    }
+    if std::env::var_os("RATIO").is_some() {
+        alloc_ratios();
         return;
     }
     divan::main();
@@ -252,6 +260,43 @@ fn alloc_use_drop_poll(d: &Device<Null>, k: KernelId) {
     assert_eq!(r.unwrap(), Launched::Queued);
     drop(black_box(buf));
     d.poll().unwrap();
+}
+
+/// Nanoseconds per pair of `pairs` runs of `f`.
+fn per_pair(pairs: u32, mut f: impl FnMut()) -> f64 {
+    let t = std::time::Instant::now();
+    (0..pairs).for_each(|_| f());
+    t.elapsed().as_nanos() as f64 / f64::from(pairs)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// `Device::alloc` + drop against `MemoryManager` reserve + free, rounds of
+/// each interleaved so drift hits all three alike.
+fn alloc_ratios() {
+    const PAIRS: u32 = 1000;
+    const ROUNDS: usize = 301;
+    let d = device();
+    let spin = Device::<_, SpinLock>::with_lock(Null, DeviceConfig::with_streams(2)).unwrap();
+    let mut m = manager();
+    println!("alloc+drop vs reserve+free, {ROUNDS} rounds of {PAIRS} pairs (median ns/pair)");
+    for (label, size) in [("1 MiB", MIB), ("4 KiB", 4096)] {
+        let mut t: [Vec<f64>; 3] = Default::default();
+        for _ in 0..ROUNDS {
+            t[0].push(per_pair(PAIRS, || manager_pair(&mut m, size)));
+            t[1].push(per_pair(PAIRS, || alloc_drop(&d, size)));
+            t[2].push(per_pair(PAIRS, || alloc_drop(&spin, size)));
+        }
+        let [m0, d0, s0] = t.map(|mut v| median(&mut v));
+        println!(
+            "{label}: manager {m0:.1}  device {d0:.1} ({:.3}x)  spin {s0:.1} ({:.3}x)",
+            d0 / m0,
+            s0 / m0
+        );
+    }
 }
 
 /// The loop a profiler runs for `name`.

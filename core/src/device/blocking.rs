@@ -41,9 +41,28 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     /// error after the stream was synchronized (without the device lock), its
     /// deferred frees released and the reservation retried once.
     pub fn alloc(&self, stream: StreamId, size: u64) -> Result<Buffer, Error<P::Error>> {
-        self.allocate(stream, |inner, env, may_sync| {
-            inner.alloc(env, stream, size, may_sync)
-        })
+        // The first attempt written out (not through `allocate`'s closure):
+        // the warm path is this one lock and one reservation.
+        {
+            let (mut inner, env) = self.parts();
+            if let Alloc::Done(b) = inner.alloc(env, stream, size, true)? {
+                return Ok(b);
+            }
+        }
+        self.alloc_after_sync(stream, size)
+    }
+
+    /// [`alloc`](Self::alloc) out of memory with deferred frees possibly
+    /// waiting: syncs `stream` (without the lock) and tries once more.
+    #[cold]
+    fn alloc_after_sync(&self, stream: StreamId, size: u64) -> Result<Buffer, Error<P::Error>> {
+        self.host_sync(stream)?;
+        let (mut inner, env) = self.parts();
+        match inner.alloc(env, stream, size, false)? {
+            Alloc::Done(b) => Ok(b),
+            // Unreachable: without `may_sync` an attempt never asks.
+            Alloc::SyncFirst => Err(Error::InvalidArgument("allocation asked to sync twice")),
+        }
     }
 
     /// Runs an allocation attempt; when it asks for a sync first, syncs

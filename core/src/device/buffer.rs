@@ -13,7 +13,7 @@ use core::fmt;
 
 use super::handle::{Buffer, HandleShare, ReleaseQueue};
 use crate::arena::{Arena, Key};
-use crate::platform::DeviceRange;
+use crate::platform::{DeviceRange, PageId};
 use crate::stream::{Cursor, StreamId, WriteMark};
 
 /// Identifies a buffer of a device: slot index and generation.
@@ -279,6 +279,33 @@ impl<H: Copy> BufferTable<H> {
         Ok(Buffer::issue(share, id, size, owner, device, releases))
     }
 
+    /// [`insert`](Self::insert) of a buffer over `handle`'s bytes, the
+    /// range passed field by field: they arrive in registers and go
+    /// straight into the slot (copying the reservation's result as one
+    /// block stalled on its freshly written parts).
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn insert_placed(
+        &mut self,
+        page: PageId,
+        offset: u64,
+        len: u64,
+        handle: H,
+        size: u64,
+        owner: StreamId,
+        device: u64,
+        releases: &Arc<ReleaseQueue>,
+    ) -> Result<Buffer, TableFull> {
+        let range = DeviceRange { page, offset, len };
+        self.insert(
+            size,
+            owner,
+            Location::Placed { handle, range },
+            device,
+            releases,
+        )
+    }
+
     /// The id of the live buffer at slot `index`, if any.
     #[inline]
     pub fn live_id(&self, index: u32) -> Option<BufferId> {
@@ -417,7 +444,6 @@ fn key(id: BufferId) -> Key {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::PageId;
 
     fn placed(o: u64) -> Location<u32> {
         Location::Placed {

@@ -53,12 +53,12 @@ impl<P: Platform> Inner<P> {
         };
         match st.memory.reserve(size) {
             Ok(r) => Ok(Some(r)),
-            Err(e) => self.reserve_failed(sid, e, may_sync),
+            Err(e) => self.reserve_failed(sid, e, may_sync).map(|()| None),
         }
     }
 
     /// A reservation on `sid` failed with `e`: out of memory outside a
-    /// capture with `may_sync` asks for a sync first (`Ok(None)`); an
+    /// capture with `may_sync` asks for a sync first (`Ok(())`); an
     /// allocation inside a capture window dooms it.
     #[cold]
     fn reserve_failed(
@@ -66,12 +66,12 @@ impl<P: Platform> Inner<P> {
         sid: StreamId,
         e: MemoryError<P::Error>,
         may_sync: bool,
-    ) -> Res<Option<(SliceHandle, DeviceRange)>, P> {
+    ) -> Res<(), P> {
         let open = self.streams.get(sid).is_none_or(|st| st.capture.is_open());
         match e {
             MemoryError::OutOfMemory { .. } if may_sync && !open && self.recording == 0 => {
                 self.stats.oom_retries += 1;
-                Ok(None)
+                Ok(())
             }
             e => {
                 if let MemoryError::AllocationInCapture { bytes } = &e {
@@ -83,8 +83,11 @@ impl<P: Platform> Inner<P> {
         }
     }
 
-    /// A new buffer of `size` bytes in `sid`'s pools.
-    #[inline]
+    /// A new buffer of `size` bytes in `sid`'s pools. Straight-line on
+    /// purpose (it is the whole of `Device::alloc` when warm): the
+    /// reservation's parts go into the new slot without passing through
+    /// intermediate enums.
+    #[inline(always)]
     pub(crate) fn alloc<L: RawLock>(
         &mut self,
         env: &Env<P, L>,
@@ -92,10 +95,22 @@ impl<P: Platform> Inner<P> {
         size: u64,
         may_sync: bool,
     ) -> Res<Alloc, P> {
-        Ok(match self.reserve(env, sid, size, may_sync)? {
-            Some((handle, range)) => Alloc::Done(self.insert_placed(sid, size, handle, range)?),
-            None => Alloc::SyncFirst,
-        })
+        self.process_releases(env);
+        let st = match self.streams.get_mut(sid) {
+            Some(st) => st,
+            None => self.stream(env, sid)?,
+        };
+        let (handle, range) = match st.memory.reserve(size) {
+            Ok(r) => r,
+            Err(e) => {
+                self.reserve_failed(sid, e, may_sync)?;
+                return Ok(Alloc::SyncFirst);
+            }
+        };
+        let reuse = st.memory.reuse_cursor();
+        Ok(Alloc::Done(
+            self.insert_placed(sid, size, handle, range, reuse)?,
+        ))
     }
 
     /// A new buffer that never fails to exist: when the reservation fails it
@@ -110,7 +125,13 @@ impl<P: Platform> Inner<P> {
     ) -> Res<Alloc, P> {
         match self.reserve(env, sid, size, may_sync) {
             Ok(Some((handle, range))) => {
-                Ok(Alloc::Done(self.insert_placed(sid, size, handle, range)?))
+                let reuse = self
+                    .streams
+                    .get(sid)
+                    .map_or(0, |st| st.memory.reuse_cursor());
+                Ok(Alloc::Done(
+                    self.insert_placed(sid, size, handle, range, reuse)?,
+                ))
             }
             Ok(None) => Ok(Alloc::SyncFirst),
             Err(Error::Memory(e)) => {
@@ -137,10 +158,11 @@ impl<P: Platform> Inner<P> {
     ) -> Res<Buffer, P> {
         self.buffers
             .insert(size, sid, location, self.id, &self.releases)
-            .map_err(|_| Error::InvalidArgument("the device holds 2^32 - 1 buffers"))
+            .map_err(|_| table_full())
     }
 
-    /// A buffer over a fresh reservation; when the table is full the
+    /// A buffer over a fresh reservation from `sid`'s pools, whose
+    /// `reuse_cursor` was `reuse` after it; when the table is full the
     /// reservation goes back to the pool.
     #[inline(always)]
     fn insert_placed(
@@ -149,32 +171,39 @@ impl<P: Platform> Inner<P> {
         size: u64,
         handle: SliceHandle,
         range: DeviceRange,
+        reuse: u64,
     ) -> Res<Buffer, P> {
-        let b = self.insert_buffer(sid, size, Location::Placed { handle, range });
-        match &b {
-            Ok(buffer) => {
-                // The pool may hand out bytes freed in stream order whose
-                // last use on `sid` is not known complete: to every other
-                // stream the new buffer is written by `sid` at that cursor,
-                // so its first use there (read or write) waits for it. The
-                // owner's own work runs after it anyway.
-                let reuse = self
-                    .streams
-                    .get(sid)
-                    .map_or(0, |st| st.memory.reuse_cursor());
-                if reuse > 0 && reuse > self.sync.completed_cursor(sid)? {
-                    self.buffers
-                        .get_mut(buffer.id())?
-                        .mark_use(sid, reuse, true);
-                }
-            }
-            Err(_) => {
+        let DeviceRange { page, offset, len } = range;
+        let inserted = self.buffers.insert_placed(
+            page,
+            offset,
+            len,
+            handle,
+            size,
+            sid,
+            self.id,
+            &self.releases,
+        );
+        let buffer = match inserted.map_err(|_| table_full()) {
+            Ok(buffer) => buffer,
+            Err(e) => {
                 if let Some(st) = self.streams.get_mut(sid) {
                     let _ = st.memory.free(handle);
                 }
+                return Err(e);
             }
+        };
+        // The pool may hand out bytes freed in stream order whose last use
+        // on `sid` is not known complete: to every other stream the new
+        // buffer is written by `sid` at that cursor, so its first use there
+        // (read or write) waits for it. The owner's own work runs after it
+        // anyway.
+        if reuse > 0 && reuse > self.sync.completed_cursor(sid)? {
+            self.buffers
+                .get_mut(buffer.id())?
+                .mark_use(sid, reuse, true);
         }
-        b
+        Ok(buffer)
     }
 
     /// Queues a copy of `data` into `buffer` on `sid`, staged through the
@@ -400,4 +429,10 @@ impl<Ev> ReadTicket<Ev> {
     pub(crate) fn len(&self) -> usize {
         self.len
     }
+}
+
+/// Every index of the buffer table is taken.
+#[cold]
+fn table_full<E>() -> Error<E> {
+    Error::InvalidArgument("the device holds 2^32 - 1 buffers")
 }
