@@ -111,11 +111,10 @@ impl Default for MemoryPolicy {
             large_page_granules: 256,
             strand_guard: StrandGuard::Adaptive,
             // Chosen with the driver model (`memory_model` example) over a
-            // grid of both parts: the recorded traces keep every trim they
-            // had; of the unseen workloads, the most rows meet both the
-            // best peer's bytes and the driver pool's wall time, none
-            // losing time, while round trips cost workloads of irregular
-            // sizes a fraction of the driver pool's time.
+            // grid of both parts (BENCHMARKS.md section 3): the recorded
+            // traces keep every trim they had, and no setting that keeps
+            // every workload's driver time under the driver pool's wall
+            // has more workloads at or below the best peer's bytes.
             churn_budget: ChurnBudget {
                 per_reserve_ns: 850,
                 per_mib_ns: 800,
