@@ -112,9 +112,10 @@ impl Default for MemoryPolicy {
             strand_guard: StrandGuard::Adaptive,
             // Chosen with the driver model (`memory_model` example) over a
             // grid of both parts (BENCHMARKS.md section 3): the recorded
-            // traces keep every trim they had, and no setting that keeps
-            // every workload's driver time under the driver pool's wall
-            // has more workloads at or below the best peer's bytes.
+            // traces keep every trim they had, and of the settings whose
+            // estimated wall times stay under the driver pool's wherever
+            // they were, none has more workloads at or below the best
+            // peer's bytes.
             churn_budget: ChurnBudget {
                 per_reserve_ns: 850,
                 per_mib_ns: 800,
