@@ -450,14 +450,13 @@ mod tests {
     }
 
     #[test]
-    fn one_bad_binding_refuses_the_whole_launch() {
+    fn one_bad_binding_refuses_the_whole_launch() -> Result<(), HipError> {
         let pages = Pages::default();
         pages.device_page_added(BASE, 4096);
         pages.host_page_added(BASE + SLOT, 4096);
         let mut out = [std::ptr::null_mut(); 3];
         let view = pages.device();
-        view.bindings("launch", &[at(BASE, 0, 64), at(BASE, 4032, 64)], &mut out)
-            .unwrap();
+        view.bindings("launch", &[at(BASE, 0, 64), at(BASE, 4032, 64)], &mut out)?;
         assert_eq!(out[1] as u64, BASE + 4032);
         for bad in [
             at(BASE, 4033, 64),
@@ -480,10 +479,11 @@ mod tests {
             .address("copy", PageId(BASE), 0, 1)
             .unwrap_err();
         assert!(err.to_string().contains("handed back"), "{err}");
+        Ok(())
     }
 
     #[test]
-    fn release_waits_for_a_call_between_check_and_driver_call() {
+    fn release_waits_for_a_call_between_check_and_driver_call() -> Result<(), HipError> {
         use std::sync::atomic::AtomicU8;
         use std::time::Duration;
         let pages = Pages::default();
@@ -491,9 +491,9 @@ mod tests {
         // 0: checking, 1: checked (view held), 2: "driver call" returned,
         // 3: released.
         let step = AtomicU8::new(0);
-        std::thread::scope(|s| {
+        std::thread::scope(|s| -> Result<(), HipError> {
             let view = pages.device();
-            view.address("launch", PageId(BASE), 0, 64).unwrap();
+            view.address("launch", PageId(BASE), 0, 64)?;
             step.store(1, Ordering::SeqCst);
             s.spawn(|| {
                 // The storage's dealloc then flush: retiring never waits,
@@ -511,7 +511,8 @@ mod tests {
             assert_eq!(step.load(Ordering::SeqCst), 1);
             step.store(2, Ordering::SeqCst);
             drop(view);
-        });
+            Ok(())
+        })?;
         assert_eq!(step.load(Ordering::SeqCst), 3);
         assert!(
             pages
@@ -519,6 +520,7 @@ mod tests {
                 .address("launch", PageId(BASE), 0, 64)
                 .is_err()
         );
+        Ok(())
     }
 
     #[test]
