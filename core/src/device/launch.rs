@@ -220,12 +220,10 @@ impl<P: Platform> Inner<P> {
                 slot.mark_use(sid, cursor, writes);
             }
         }
-        let info_bytes = words_bytes(info);
+        // A refused argument leaves nothing bound: the booked path binds
+        // info words only once `args_placed` said the arguments pass, the
+        // other path only after these checks.
         if let Some(id) = stale {
-            // The info slice no cache entry owns goes back like after a launch.
-            if let Some(h) = uncached_info {
-                self.defer(env, sid, Deferred::Device(h), info_bytes);
-            }
             return Err(Error::StaleBuffer(id));
         }
         if !clean {
@@ -237,12 +235,9 @@ impl<P: Platform> Inner<P> {
             }
         }
         if unplaced {
-            // The info slice no cache entry owns goes back like after a launch.
-            if let Some(h) = uncached_info {
-                self.defer(env, sid, Deferred::Device(h), info_bytes);
-            }
             return Err(Error::InvalidArgument("buffer has no memory"));
         }
+        let info_bytes = words_bytes(info);
         if memo_hit {
             self.stats.info_hits += 1;
         }
