@@ -4,16 +4,15 @@
 //! model judges here.
 //!
 //! `cargo run --release -p streamcore-mock --example write_workloads -- DIR`
-//! writes `DIR/<name>.jsonl.gz` per workload: a header naming the workload
-//! (no recorder peaks: nothing recorded them), then one JSON line per
-//! event, ids being the dense slots. Loading a written file gives back the
-//! same events (checked before the program exits).
+//! writes `DIR/<name>.jsonl.gz` per workload ([`Trace::save`]: a header
+//! naming the workload, no recorder peaks since nothing recorded them, then
+//! one JSON line per event). Loading a written file gives back the same
+//! events (checked before the program exits).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use streamcore_mock::replay::{Trace, TraceEvent, synthetic};
+use streamcore_mock::replay::{Trace, synthetic};
 
 fn main() -> ExitCode {
     let Some(dir) = std::env::args_os().nth(1).map(PathBuf::from) else {
@@ -26,7 +25,7 @@ fn main() -> ExitCode {
     }
     for (name, trace) in synthetic::workloads() {
         let path = dir.join(format!("{name}.jsonl.gz"));
-        match write(&path, &name, &trace) {
+        match write(&path, &trace) {
             Ok(events) => println!("{}: {events} events", path.display()),
             Err(e) => {
                 eprintln!("{}: {e}", path.display());
@@ -37,23 +36,10 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Writes `trace` to `path`, reloads it and checks the events came back.
-fn write(path: &Path, name: &str, trace: &Trace) -> Result<usize, String> {
-    let mut text = format!("{{\"header\": {{\"workload\": \"{name}\"}}}}\n");
-    for e in &trace.events {
-        match *e {
-            TraceEvent::Alloc { slot, size, stream } => text.push_str(&format!(
-                "{{\"op\":\"alloc\",\"id\":{slot},\"size\":{size},\"stream\":{stream}}}\n"
-            )),
-            TraceEvent::Free { slot } => {
-                text.push_str(&format!("{{\"op\":\"free\",\"id\":{slot}}}\n"))
-            }
-        }
-    }
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    enc.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
-    let bytes = enc.finish().map_err(|e| e.to_string())?;
-    std::fs::write(path, bytes).map_err(|e| e.to_string())?;
+/// Writes `trace` to `path` ([`Trace::save`]), reloads it and checks the
+/// events came back.
+fn write(path: &Path, trace: &Trace) -> Result<usize, String> {
+    trace.save(path).map_err(|e| e.to_string())?;
     let back = Trace::load(path).map_err(|e| e.to_string())?;
     if back.events != trace.events {
         return Err("the written trace loads as other events".into());

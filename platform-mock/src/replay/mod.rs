@@ -27,6 +27,7 @@ mod driver_model;
 pub mod json;
 pub mod synthetic;
 mod trace;
+mod write;
 
 pub use counting::{Accounting, CountingError, CountingStorage, StorageStats};
 pub use driver::{

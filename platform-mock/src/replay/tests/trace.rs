@@ -284,3 +284,26 @@ fn gzip_members_trailing_bytes_and_corruption_are_told_apart() {
     flip(&mut bytes[mid..mid + 64]);
     assert_damaged(&read(&bytes).unwrap_err());
 }
+
+/// A written trace loads as the same trace: events, slots, streams and the
+/// header's figures (a workload name that needs escaping included).
+#[test]
+fn a_written_trace_loads_back_the_same() {
+    let mut t = parse(&lines(&[
+        r#"{"op":"alloc","id":0,"size":1000,"stream":0}"#,
+        r#"{"op":"alloc","id":1,"size":24,"stream":1}"#,
+        r#"{"op":"free","id":0}"#,
+        r#"{"op":"free","id":1}"#,
+    ]))
+    .unwrap();
+    t.header.workload = "a \"quoted\" \\ name".into();
+    t.header.segment_allocs = Some(3);
+    let plain = parse(&t.to_jsonl()).unwrap();
+    assert_eq!(plain, t);
+    let path = temp_path("written.jsonl.gz");
+    t.save(&path).unwrap();
+    assert_eq!(Trace::load(&path).unwrap(), t);
+    for (name, w) in crate::replay::synthetic::workloads() {
+        assert_eq!(parse(&w.to_jsonl()).unwrap().events, w.events, "{name}");
+    }
+}
