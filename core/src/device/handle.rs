@@ -269,6 +269,14 @@ impl ReleaseQueue {
         true
     }
 
+    /// The device it serves (0: closed) and the allocations handles that
+    /// outlived a closed queue's device still hold (tests).
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> (u64, usize) {
+        let q = self.queue.lock();
+        (q.device, q.outstanding)
+    }
+
     /// Whether no buffer id is queued (the mailbox included).
     pub(crate) fn no_buffers(&self) -> bool {
         self.mailbox.load(Ordering::Acquire) == 0 && self.queue.lock().buffers.is_empty()
