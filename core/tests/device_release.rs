@@ -60,6 +60,8 @@ const S1: StreamId = StreamId(1);
 /// How the handles that outlive the device are dropped.
 #[derive(Copy, Clone, Debug)]
 enum Drops {
+    /// On this thread, before the device (which leaves them all queued).
+    Before,
     /// On this thread, after the device.
     Here,
     /// On two threads, after the device.
@@ -97,6 +99,12 @@ fn round(drops: Drops) {
     let gone: Vec<Buffer> = (0..5).map(|_| d.alloc(S1, 512).unwrap()).collect();
     drop(gone);
     match drops {
+        Drops::Before => {
+            drop(bufs);
+            drop(graph);
+            drop(clones);
+            drop(d);
+        }
         Drops::Here => {
             drop(d);
             drop(bufs);
@@ -124,13 +132,20 @@ fn round(drops: Drops) {
 
 #[test]
 fn handles_outliving_their_device_leak_nothing() {
-    let all = [Drops::Here, Drops::TwoThreads, Drops::DuringDeviceDrop];
-    // Warm-up: the queue pool, the threads' bookkeeping in std.
+    let all = [
+        Drops::Before,
+        Drops::Here,
+        Drops::TwoThreads,
+        Drops::DuringDeviceDrop,
+    ];
+    // Warm-up: the queue pool (the lists of the pooled queue reach the
+    // most a round can queue: everything, in `Before`), the threads'
+    // bookkeeping in std.
     for drops in all {
         round(drops);
     }
     let before = LIVE.load(Ordering::SeqCst);
-    for i in 0..60 {
+    for i in 0..200 {
         round(all[i % all.len()]);
         assert_eq!(
             LIVE.load(Ordering::SeqCst) - before,
