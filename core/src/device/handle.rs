@@ -210,11 +210,16 @@ impl ReleaseQueue {
                 self.pending.store(true, Ordering::Release);
                 return;
             }
-            // The device is gone (the queue serves no other while this
-            // handle is out).
+            // The device is gone: the queue, closed, counts this handle's
+            // allocation as out (it serves no other device before it is
+            // back). Any other state would be a miscount: the allocation
+            // then stays out rather than risk serving two buffers.
+            if q.device != 0 || q.outstanding == 0 {
+                return;
+            }
             q.spare.push(share);
-            q.outstanding = q.outstanding.saturating_sub(1);
-            q.device == 0 && q.outstanding == 0
+            q.outstanding -= 1;
+            q.outstanding == 0
         };
         if idle {
             IDLE_QUEUES.lock().push(self);
