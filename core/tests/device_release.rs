@@ -73,27 +73,28 @@ enum Drops {
 /// One device's life: buffers (some cloned, some released and not yet
 /// processed, one recorded by a graph), the device dropped before the rest.
 fn round(drops: Drops) {
+    const KERNEL: KernelSource<'static> = KernelSource {
+        name: "k",
+        source: "",
+        bindings: 2,
+    };
     let d = Device::new(Null, DeviceConfig::with_streams(2)).unwrap();
-    let k = d
-        .load_kernel(&KernelSource {
-            name: "k",
-            source: "",
-            bindings: 3,
-        })
-        .unwrap();
     let bufs: Vec<Buffer> = (0..16)
         .map(|i| d.alloc(if i % 2 == 0 { S0 } else { S1 }, 4096).unwrap())
         .collect();
     let clones: Vec<Buffer> = bufs.iter().step_by(3).cloned().collect();
-    // A graph recording two of them, alive past the device too.
-    let (x, y) = (&bufs[0], &bufs[1]);
-    let dims = LaunchDims::linear(16, 256);
-    let run = || d.launch(S0, k, dims, &[x.read(), y.write()], &[1024, 2]);
-    d.prepare(S0).unwrap();
-    assert_eq!(run().unwrap(), Launched::Queued);
-    d.begin_capture(S0).unwrap();
-    assert_eq!(run().unwrap(), Launched::Queued);
-    let graph = d.end_capture(S0).unwrap();
+    // A graph recording a launch over two of them (no info words), alive
+    // past the device too.
+    let k = d.load_kernel(&KERNEL).unwrap();
+    let over = [bufs[0].read(), bufs[1].write()];
+    let graph = {
+        let dims = LaunchDims::linear(1, 64);
+        d.prepare(S1).unwrap();
+        assert_eq!(d.launch(S1, k, dims, &over, &[]).unwrap(), Launched::Queued);
+        d.begin_capture(S1).unwrap();
+        assert_eq!(d.launch(S1, k, dims, &over, &[]).unwrap(), Launched::Queued);
+        d.end_capture(S1).unwrap()
+    };
     // Released before the device goes, never processed: one in the
     // mailbox, the others queued.
     let gone: Vec<Buffer> = (0..5).map(|_| d.alloc(S1, 512).unwrap()).collect();
