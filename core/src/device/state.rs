@@ -251,6 +251,7 @@ impl<P: Platform, L: RawLock> Env<P, L> {
     }
 
     /// Locks `sid`'s lane.
+    #[inline(always)]
     pub(crate) fn lane(&self, sid: StreamId) -> Res<LaneGuard<'_, P, L>, P> {
         self.lanes
             .get(sid.index())
