@@ -66,13 +66,17 @@ impl DriverTable {
 ///   relative error over the calls each replay made (commits, committed
 ///   MiB, decommits, decommitted MiB) and its events (the host's share,
 ///   [`host_event_ns`](DriverTable::host_event_ns)): commit 33.7 µs +
-///   0.25 µs/MiB, decommit 17.2 µs + 0.52 µs/MiB, 50 ns per event; the
-///   predicted walls fall within 7 % of the measured ones on average
-///   (within 17 % each). `calibrate.c`'s one-chunk medians on the same
-///   machine agree on the fixed part (create + map + set-access 28.8 µs,
-///   unmap + release 24.1 µs at 2 MiB) but charge far more per MiB in
-///   isolation (160 / 54.5 µs at 64 MiB, 633 / 138 µs at 256 MiB) than
-///   whole replays show: the replays are the ground truth.
+///   0.25 µs/MiB, decommit 17.2 µs + 0.52 µs/MiB, 50 ns per event,
+///   rounded below; the predicted walls of those calls fall within 6 % of
+///   the measured ones on average, 16 % at most (the first calibration's
+///   costs predicted 1.7-3.1x the measured walls). `calibrate.c`'s
+///   one-chunk medians on the same machine agree on the fixed part
+///   (create + map + set-access 28.8 µs, unmap + release 24.1 µs at 2 MiB)
+///   but charge far more per MiB in isolation (160 / 54.5 µs at 64 MiB,
+///   633 / 138 µs at 256 MiB) than whole replays show, and its 64 chunks
+///   mapped one by one into one range, access set per chunk (243 µs a
+///   chunk), are not what the replays pay either: the replays are the
+///   ground truth.
 /// - Reserving and freeing an address range: 1–3 µs each whatever its
 ///   size (`calibrate.c`).
 /// - `hipMalloc` / `hipFree` (the fallback route): `calibrate.c`'s medians
