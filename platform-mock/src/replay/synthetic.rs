@@ -76,81 +76,59 @@ impl Builder {
 
 /// Workloads of other shapes than the recorded ones.
 pub fn workloads() -> Vec<(String, Trace)> {
-    let mut out = Vec::new();
-    // Three phases whose sizes do not overlap, four steps each, a persistent
-    // set kept throughout.
-    out.push(three_phases(
-        "syn_three_phases",
-        11,
-        [
-            (MIB, 8 * MIB, 200),
-            (20 * MIB, 80 * MIB, 40),
-            (64 * KIB, 2 * MIB, 800),
-        ],
-    ));
-    // A cache that grows 3% a step (new buffer, old one freed), with
-    // transient activations around it.
-    out.push(growing_cache(
-        "syn_growing_cache",
-        23,
-        64 * MIB,
-        32,
-        16 * MIB,
-    ));
-    // Random sizes and lifetimes: no step structure at all.
-    out.push(random_lifetimes(
-        "syn_random_lifetimes",
-        37,
-        4 * KIB,
-        64 * MIB,
-        20,
-    ));
-    // Three streams, each its own size mix, interleaved.
-    out.push(three_streams(
-        "syn_three_streams",
-        41,
-        [(KIB, 256 * KIB), (MIB, 16 * MIB), (32 * MIB, 128 * MIB)],
-        8,
-    ));
-    // A steady working set with rare huge transients.
-    out.push(huge_transients(
-        "syn_huge_transients",
-        53,
-        (100, MIB, 24 * MIB),
-        (40, 512 * KIB, 8 * MIB),
-        (10, 512 * MIB, 1 << 30),
-    ));
-    out.push(transformer_steps(
-        "syn_transformer_steps",
-        67,
-        [768, 12, 8, 12],
-    ));
-    // 160 KiB of KV cache per token (40 layers, 2 x 8 heads x 128 x fp16).
-    out.push(serving("syn_serving", 71, 24, 160 * KIB));
-    out.push(pinned_fragments(
-        "syn_pinned_fragments",
-        79,
-        (8 * MIB, 32 * MIB),
-        (40 * MIB, 64 * MIB),
-    ));
-    // Added with the churn budget, not tuned on: the random workload again
-    // with another seed, other sizes and a larger live set; two caches
-    // growing by fixed steps at different paces.
-    out.push(random_lifetimes(
-        "syn_random_lifetimes_b",
-        101,
-        64 * KIB,
-        256 * MIB,
-        40,
-    ));
-    out.push(growing_pair(
-        "syn_growing_pair",
-        89,
-        [256 * MIB, 1 << 30],
-        [48 * MIB, 24 * MIB],
-        [1, 3],
-    ));
-    out
+    vec![
+        // Three phases whose sizes do not overlap, four steps each, a
+        // persistent set kept throughout.
+        three_phases(
+            "syn_three_phases",
+            11,
+            [
+                (MIB, 8 * MIB, 200),
+                (20 * MIB, 80 * MIB, 40),
+                (64 * KIB, 2 * MIB, 800),
+            ],
+        ),
+        // A cache that grows 3% a step (new buffer, old one freed), with
+        // transient activations around it.
+        growing_cache("syn_growing_cache", 23, 64 * MIB, 32, 16 * MIB),
+        // Random sizes and lifetimes: no step structure at all.
+        random_lifetimes("syn_random_lifetimes", 37, 4 * KIB, 64 * MIB, 20),
+        // Three streams, each its own size mix, interleaved.
+        three_streams(
+            "syn_three_streams",
+            41,
+            [(KIB, 256 * KIB), (MIB, 16 * MIB), (32 * MIB, 128 * MIB)],
+            8,
+        ),
+        // A steady working set with rare huge transients.
+        huge_transients(
+            "syn_huge_transients",
+            53,
+            (100, MIB, 24 * MIB),
+            (40, 512 * KIB, 8 * MIB),
+            (10, 512 * MIB, 1 << 30),
+        ),
+        transformer_steps("syn_transformer_steps", 67, [768, 12, 8, 12]),
+        // 160 KiB of KV cache per token (40 layers, 2 x 8 heads x 128 x fp16).
+        serving("syn_serving", 71, 24, 160 * KIB),
+        pinned_fragments(
+            "syn_pinned_fragments",
+            79,
+            (8 * MIB, 32 * MIB),
+            (40 * MIB, 64 * MIB),
+        ),
+        // Added with the churn budget, not tuned on: the random workload
+        // again with another seed, other sizes and a larger live set; two
+        // caches growing by fixed steps at different paces.
+        random_lifetimes("syn_random_lifetimes_b", 101, 64 * KIB, 256 * MIB, 40),
+        growing_pair(
+            "syn_growing_pair",
+            89,
+            [256 * MIB, 1 << 30],
+            [48 * MIB, 24 * MIB],
+            [1, 3],
+        ),
+    ]
 }
 
 /// A held-out set: the same ten families as [`workloads`] with other seeds
