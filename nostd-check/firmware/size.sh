@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Size report of the Cortex-M image: its sections (GNU `size -A`), then its
-# code split by the crate each function symbol belongs to (GNU `nm -S -C`;
+# Size report of a firmware image (Cortex-M or RISC-V): its sections (GNU
+# `size -A`), then its code split by the crate each function symbol belongs
+# to (GNU `nm -S -C`;
 # a generic function is counted where it is defined, e.g. the core's
 # `Device<Null>` methods under streamcore; code the optimizer inlined into
 # a caller counts with the caller), then every static.

@@ -1,0 +1,78 @@
+//! Cortex-M4F (`thumbv7em-none-eabihf`, QEMU `mps2-an386`): the vector
+//! table, the start-up code and the semihosting trap.
+
+// The reset handler: zero `.bss`, copy `.data` from its load address, grant
+// full access to the FPU coprocessors (CPACR CP10/CP11), then call
+// `firmware_main`. Written in assembly because no Rust code may run before
+// statics are initialized.
+core::arch::global_asm!(
+    r#"
+    .section .text.reset,"ax",%progbits
+    .global reset
+    .type reset,%function
+    .thumb_func
+reset:
+    ldr r0, =__sbss
+    ldr r1, =__ebss
+    movs r2, #0
+0:  cmp r0, r1
+    bhs 1f
+    str r2, [r0], #4
+    b 0b
+1:  ldr r0, =__sdata
+    ldr r1, =__edata
+    ldr r2, =__sidata
+2:  cmp r0, r1
+    bhs 3f
+    ldr r3, [r2], #4
+    str r3, [r0], #4
+    b 2b
+3:  ldr r0, =0xE000ED88
+    ldr r1, [r0]
+    orr r1, r1, #0xF00000
+    str r1, [r0]
+    dsb
+    isb
+    bl firmware_main
+    b .
+    .ltorg
+    "#
+);
+
+unsafe extern "C" {
+    fn reset() -> !;
+}
+
+/// A fault of any kind ends the run as a failure instead of hanging QEMU.
+extern "C" fn fault() -> ! {
+    crate::exit(false)
+}
+
+/// The exception vectors after the initial stack pointer (which `link.x`
+/// writes): reset, then NMI, HardFault, MemManage, BusFault, UsageFault,
+/// four reserved, SVCall, DebugMonitor, reserved, PendSV, SysTick.
+#[unsafe(link_section = ".vector_table")]
+#[unsafe(no_mangle)]
+#[used]
+static VECTORS: [unsafe extern "C" fn() -> !; 15] = [
+    reset, fault, fault, fault, fault, fault, fault, fault, fault, fault, fault, fault, fault,
+    fault, fault,
+];
+
+/// One semihosting call: operation `op`, parameter `arg`.
+pub fn semihost(op: usize, arg: usize) -> usize {
+    let ret;
+    // SAFETY: `bkpt 0xAB` is the Armv7-M semihosting trap; QEMU (started with
+    // semihosting enabled) services it and returns. The operations used here
+    // read only what `arg` points to (a live NUL-terminated buffer for
+    // SYS_WRITE0) or take it by value (SYS_EXIT), and clobber only r0.
+    unsafe {
+        core::arch::asm!(
+            "bkpt 0xAB",
+            inout("r0") op => ret,
+            in("r1") arg,
+            options(nostack, preserves_flags),
+        );
+    }
+    ret
+}
