@@ -194,29 +194,26 @@ fn exclusive_pages_are_rounded_so_nearby_sizes_share_them() {
     m.free(a).unwrap();
     m.reserve(MIB + 8 * KIB).unwrap();
     assert_eq!(m.storage().allocs, 2);
-    // Rounded pages (1/128 of the size, the default): both share one
-    // 1 MiB + 8 KiB page.
-    let mut m = MemoryManager::new(TestStorage::new(), layout(no_trim()));
-    let (a, ra) = m.reserve(MIB + 4 * KIB).unwrap();
-    assert_eq!(m.storage().live_bytes(), MIB + 8 * KIB);
-    m.free(a).unwrap();
-    let (_, rb) = m.reserve(MIB + 6 * KIB).unwrap();
-    assert_eq!(rb.page, ra.page);
-    assert_eq!(m.storage().allocs, 1);
-    assert_eq!(pool(&m, PoolKind::Exclusive).padding, 2 * KIB);
-    // Rounded to 1/32 of the size: a coarser class shares more.
-    let coarse = MemoryPolicy {
-        page_rounding_shift: 5,
-        ..no_trim()
-    };
-    let mut m = MemoryManager::new(TestStorage::new(), layout(coarse));
-    let (a, ra) = m.reserve(MIB + 4 * KIB).unwrap();
-    assert_eq!(m.storage().live_bytes(), MIB + 32 * KIB);
-    m.free(a).unwrap();
-    let (_, rb) = m.reserve(MIB + 8 * KIB).unwrap();
-    assert_eq!(rb.page, ra.page);
-    assert_eq!(m.storage().allocs, 1);
-    assert_eq!(pool(&m, PoolKind::Exclusive).padding, 24 * KIB);
+    // Rounded pages: the default (1/128 of the size) gives 1 MiB + 8 KiB,
+    // 1/32 gives 1 MiB + 32 KiB; either way the next, slightly larger
+    // request shares the idle page. (shift, page, next request, padding)
+    for (shift, page, next, padding) in [
+        (None, MIB + 8 * KIB, MIB + 6 * KIB, 2 * KIB),
+        (Some(5), MIB + 32 * KIB, MIB + 8 * KIB, 24 * KIB),
+    ] {
+        let mut policy = no_trim();
+        if let Some(shift) = shift {
+            policy.page_rounding_shift = shift;
+        }
+        let mut m = MemoryManager::new(TestStorage::new(), layout(policy));
+        let (a, ra) = m.reserve(MIB + 4 * KIB).unwrap();
+        assert_eq!(m.storage().live_bytes(), page);
+        m.free(a).unwrap();
+        let (_, rb) = m.reserve(next).unwrap();
+        assert_eq!(rb.page, ra.page);
+        assert_eq!(m.storage().allocs, 1);
+        assert_eq!(pool(&m, PoolKind::Exclusive).padding, padding);
+    }
 }
 
 #[test]
