@@ -7,7 +7,6 @@
 //! buffer. A slot index keeps its per-stream use row and its handle
 //! allocation for the next buffer: steady state allocates nothing.
 
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 
@@ -201,8 +200,9 @@ pub struct BufferTable<H> {
     /// `uses[index * streams + s]`: the last use by stream `s` of the
     /// buffer at `index` (rows of vacant indices are stale until reuse).
     uses: Vec<Cursor>,
-    /// Per index, the allocation the user handles of its buffer share.
-    shares: Vec<Option<Arc<HandleShare>>>,
+    /// Per index, the allocation the user handles of its buffers share
+    /// (from the device's release queue).
+    shares: Vec<&'static HandleShare>,
     streams: usize,
 }
 
@@ -249,7 +249,7 @@ impl<H: Copy> BufferTable<H> {
         owner: StreamId,
         location: Location<H>,
         device: u64,
-        releases: &Arc<ReleaseQueue>,
+        releases: &'static ReleaseQueue,
     ) -> Result<Buffer, TableFull> {
         let key = self
             .slots
@@ -262,21 +262,36 @@ impl<H: Copy> BufferTable<H> {
             })
             .map_err(|_| TableFull)?;
         let i = key.index as usize;
-        if self.shares.len() <= i {
-            // A new index (the arena hands them out in order); its row
-            // starts clean, as `remove` leaves every row.
-            self.shares.resize_with(i + 1, || None);
-            self.uses.resize((i + 1) * self.streams, 0);
-        }
         let id = BufferId {
             index: key.index,
             generation: key.generation,
         };
-        let share = match self.shares.get_mut(i) {
-            Some(s) => s,
-            None => return Err(TableFull),
+        let share = match self.shares.get(i) {
+            Some(&s) => s,
+            None => self.add_index(i, releases),
         };
-        Ok(Buffer::issue(share, id, size, owner, device, releases))
+        Ok(Buffer::issue(share, id, size, owner, device))
+    }
+
+    /// Makes room for index `i`, new (the arena hands indices out in
+    /// order): its handle allocation, and its use row, clean as `remove`
+    /// leaves every row.
+    #[cold]
+    fn add_index(&mut self, i: usize, releases: &'static ReleaseQueue) -> &'static HandleShare {
+        // Called when `i` has none yet: `i` is at or past the end.
+        while self.shares.len() < i {
+            self.shares.push(releases.share());
+        }
+        let share = releases.share();
+        self.shares.push(share);
+        self.uses.resize(self.shares.len() * self.streams, 0);
+        share
+    }
+
+    /// The handle allocations of every index, and whether index `i` holds
+    /// a live buffer (for closing the release queue).
+    pub(crate) fn shares(&self) -> (&[&'static HandleShare], impl Fn(u32) -> bool + '_) {
+        (&self.shares, |i| self.slots.key_at(i).is_some())
     }
 
     /// [`insert`](Self::insert) of a buffer over `handle`'s bytes, the
@@ -294,7 +309,7 @@ impl<H: Copy> BufferTable<H> {
         size: u64,
         owner: StreamId,
         device: u64,
-        releases: &Arc<ReleaseQueue>,
+        releases: &'static ReleaseQueue,
     ) -> Result<Buffer, TableFull> {
         let range = DeviceRange { page, offset, len };
         self.insert(
@@ -458,15 +473,16 @@ mod tests {
 
     #[test]
     fn stale_ids_are_rejected_after_reuse() {
-        let q = Arc::new(ReleaseQueue::default());
+        // A queue no device here uses.
+        let q = ReleaseQueue::open(u64::MAX);
         let mut t = BufferTable::new(2);
-        let a = t.insert(8, StreamId(0), placed(0), 1, &q).unwrap();
+        let a = t.insert(8, StreamId(0), placed(0), u64::MAX, q).unwrap();
         assert_eq!(t.live(), 1);
         t.set_uses(a.id(), &[0, 7]);
         t.remove(a.id()).unwrap();
         assert_eq!(t.get(a.id()).unwrap_err(), StaleBuffer(a.id()));
         assert_eq!(t.remove(a.id()).unwrap_err(), StaleBuffer(a.id()));
-        let b = t.insert(8, StreamId(1), placed(8), 1, &q).unwrap();
+        let b = t.insert(8, StreamId(1), placed(8), u64::MAX, q).unwrap();
         assert_ne!(a.id(), b.id());
         assert_ne!(a.id().as_u64(), b.id().as_u64());
         assert_eq!(t.get(b.id()).unwrap().owner, StreamId(1));
@@ -476,23 +492,30 @@ mod tests {
             "a reused row starts clean"
         );
         assert_eq!(t.live(), 1);
+        drop((a, b));
+        let (shares, live) = t.shares();
+        q.close(shares, live);
     }
 
     #[test]
     fn growing_keeps_every_row() {
-        let q = Arc::new(ReleaseQueue::default());
+        // A queue no device here uses.
+        let q = ReleaseQueue::open(u64::MAX);
         let mut t = BufferTable::new(0);
         t.grow(2);
-        let a = t.insert(8, StreamId(0), placed(0), 1, &q).unwrap();
-        let b = t.insert(8, StreamId(1), placed(8), 1, &q).unwrap();
+        let a = t.insert(8, StreamId(0), placed(0), u64::MAX, q).unwrap();
+        let b = t.insert(8, StreamId(1), placed(8), u64::MAX, q).unwrap();
         t.set_uses(a.id(), &[1, 2]);
         t.set_uses(b.id(), &[3, 4]);
         t.grow(3);
         assert_eq!(t.get(a.id()).unwrap().last_use(), [1, 2, 0]);
         assert_eq!(t.get(b.id()).unwrap().last_use(), [3, 4, 0]);
         t.remove(a.id()).unwrap();
-        let c = t.insert(8, StreamId(2), placed(16), 1, &q).unwrap();
+        let c = t.insert(8, StreamId(2), placed(16), u64::MAX, q).unwrap();
         assert_eq!(t.get(c.id()).unwrap().last_use(), [0, 0, 0]);
         assert_eq!(t.get(b.id()).unwrap().last_use(), [3, 4, 0]);
+        drop((a, b, c));
+        let (shares, live) = t.shares();
+        q.close(shares, live);
     }
 }

@@ -190,7 +190,7 @@ impl<P: Platform> Inner<P> {
                     },
                 );
                 self.stats.graphs_sealed += 1;
-                Ok(Graph::new(gid, sid, self.id, self.releases.clone()))
+                Ok(Graph::new(gid, sid, self.id, self.releases))
             }
             Err((e, reason)) => {
                 self.with_stream(env, sid, |st, evicted| {

@@ -3,6 +3,7 @@
 //! and the device processes the queue at its next call, so a drop never
 //! takes the device lock, never calls the platform and never fails.
 
+use alloc::boxed::Box;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
@@ -45,12 +46,24 @@ impl fmt::Display for KernelId {
     }
 }
 
-/// Ids whose last handle was dropped, waiting for the device to release them.
+/// What dropped handles left for the device, behind the queue's lock, and
+/// the queue's handle allocations no buffer holds.
 #[derive(Debug, Default)]
 pub(crate) struct Releases {
+    /// The device the queue serves; 0 (no device has that id): closed.
+    device: u64,
     pub(crate) buffers: Vec<BufferId>,
     pub(crate) graphs: Vec<GraphId>,
+    /// Handle allocations of this queue no buffer holds, for the slot
+    /// indices its device adds (or, once it is gone, the next device's).
+    spare: Vec<&'static HandleShare>,
+    /// Once closed: allocations still held by handles that outlived the
+    /// device. The queue serves another device only when none is left.
+    outstanding: usize,
 }
+
+/// The mailbox of a closed queue: every drop takes the locked path.
+const CLOSED: u32 = u32::MAX;
 
 /// The queue handles push their ids on when dropped. A released buffer
 /// usually goes through the mailbox: one atomic word holding its slot index
@@ -60,34 +73,156 @@ pub(crate) struct Releases {
 /// to the queue behind its own small lock (graphs always do). A drop never
 /// takes the device lock; the device reads both without locking, so an
 /// operation with nothing to release touches no shared lock.
+///
+/// A queue, and the handle allocations it hands its device's buffer table
+/// (one per slot index, see [`HandleShare`]), live as long as the program:
+/// handles reach them by `'static` references, which count nothing, so
+/// issuing a handle and dropping it change no reference count. Nothing is
+/// lost: when its device goes away the queue is closed, takes back every
+/// allocation no handle holds, and waits for the handles that outlived the
+/// device (each gives its allocation back when dropped, the mailbox closed
+/// to it); once the last is back the queue, with its allocations, goes to
+/// a pool the next device takes it from. The memory kept is what the
+/// devices alive at once needed at their peak. A queue is never shared by
+/// two devices and never serves a new one while an old handle could still
+/// reach its mailbox.
 #[derive(Debug, Default)]
 pub(crate) struct ReleaseQueue {
-    /// A released buffer's slot index + 1; 0: empty.
+    /// A released buffer's slot index + 1; 0: empty; [`CLOSED`].
     mailbox: AtomicU32,
     /// Whether `queue` may hold ids.
     pending: AtomicBool,
     queue: spin::Mutex<Releases>,
 }
 
+/// Closed queues every handle came back to, for the next devices.
+static IDLE_QUEUES: spin::Mutex<Vec<&'static ReleaseQueue>> = spin::Mutex::new(Vec::new());
+
 impl ReleaseQueue {
-    fn push(&self, f: impl FnOnce(&mut Releases)) {
-        let mut q = self.queue.lock();
-        f(&mut q);
-        self.pending.store(true, Ordering::Release);
+    /// A queue serving device `device` (a non-zero id no other device ever
+    /// has): an idle one, with the allocations it kept, or a new one.
+    pub(crate) fn open(device: u64) -> &'static Self {
+        let idle = IDLE_QUEUES.lock().pop();
+        let queue: &'static Self = match idle {
+            Some(q) => q,
+            None => Box::leak(Box::new(Self::default())),
+        };
+        let mut q = queue.queue.lock();
+        q.device = device;
+        q.outstanding = 0;
+        q.buffers.clear();
+        q.graphs.clear();
+        queue.mailbox.store(0, Ordering::Relaxed);
+        queue.pending.store(false, Ordering::Relaxed);
+        drop(q);
+        queue
     }
 
-    /// Queues the release of buffer `id`: in the mailbox when it is empty.
+    /// A handle allocation of this queue, for a new slot index of its
+    /// device's buffer table: a spare one, or a new one.
+    #[cold]
+    pub(crate) fn share(&'static self) -> &'static HandleShare {
+        let spare = self.queue.lock().spare.pop();
+        spare.unwrap_or_else(|| {
+            Box::leak(Box::new(HandleShare {
+                users: AtomicUsize::new(0),
+                releases: self,
+            }))
+        })
+    }
+
+    /// Closes the queue as its device goes away. `shares` are the
+    /// allocations of the device's slot indices; `live(i)` says whether
+    /// index `i` holds a live buffer. A live buffer whose release is not
+    /// queued may still have user handles: its allocation stays out until
+    /// the last one drops. Every other allocation is taken back, and what
+    /// was queued is dropped.
+    pub(crate) fn close(
+        &'static self,
+        shares: &[&'static HandleShare],
+        live: impl Fn(u32) -> bool,
+    ) {
+        let idle = {
+            let mut q = self.queue.lock();
+            q.device = 0;
+            let word = self.mailbox.swap(CLOSED, Ordering::Acquire);
+            let mut held: Vec<bool> = (0..shares.len()).map(|i| live(i as u32)).collect();
+            let mailbox = (word != 0 && word != CLOSED).then(|| word - 1);
+            for index in q.buffers.iter().map(|id| id.index()).chain(mailbox) {
+                if let Some(h) = held.get_mut(index as usize) {
+                    *h = false;
+                }
+            }
+            q.buffers.clear();
+            q.graphs.clear();
+            self.pending.store(false, Ordering::Relaxed);
+            let mut outstanding = 0;
+            for (&share, &held) in shares.iter().zip(&held) {
+                if held {
+                    outstanding += 1;
+                } else {
+                    q.spare.push(share);
+                }
+            }
+            q.outstanding = outstanding;
+            outstanding == 0
+        };
+        if idle {
+            IDLE_QUEUES.lock().push(self);
+        }
+    }
+
+    /// Runs `f` on the lists when the queue serves device `device`.
+    fn push(&self, device: u64, f: impl FnOnce(&mut Releases)) {
+        let mut q = self.queue.lock();
+        if q.device == device {
+            f(&mut q);
+            self.pending.store(true, Ordering::Release);
+        }
+    }
+
+    /// Queues the release of buffer `id` of device `device`, whose handles
+    /// shared `share`: in the mailbox when it is empty.
     #[inline]
-    fn push_buffer(&self, id: BufferId) {
+    fn push_buffer(&'static self, device: u64, id: BufferId, share: &'static HandleShare) {
         // At most 2^32 - 2 (the table refuses index u32::MAX): no overflow.
         let word = id.index().wrapping_add(1);
         if word == 0
+            || word == CLOSED
             || self
                 .mailbox
                 .compare_exchange(0, word, Ordering::Release, Ordering::Relaxed)
                 .is_err()
         {
-            self.push(|q| q.buffers.push(id));
+            self.push_buffer_locked(device, id, share);
+        }
+    }
+
+    /// [`push_buffer`](Self::push_buffer) when the mailbox is taken or
+    /// closed: the id is queued, or, when the device is gone, `share` comes
+    /// back to the queue (the last one back makes the queue idle).
+    #[cold]
+    fn push_buffer_locked(&'static self, device: u64, id: BufferId, share: &'static HandleShare) {
+        let idle = {
+            let mut q = self.queue.lock();
+            if q.device == device {
+                q.buffers.push(id);
+                self.pending.store(true, Ordering::Release);
+                return;
+            }
+            // The device is gone: the queue, closed, counts this handle's
+            // allocation as out (it serves no other device before it is
+            // back). Any other state would be a miscount: the allocation
+            // then stays out rather than risk serving two buffers.
+            if q.device != 0 || q.outstanding == 0 {
+                return;
+            }
+            q.spare.push(share);
+            q.outstanding -= 1;
+            q.outstanding == 0
+        };
+        if idle {
+            IDLE_QUEUES.lock().push(self);
         }
     }
 
@@ -139,6 +274,14 @@ impl ReleaseQueue {
         true
     }
 
+    /// The device it serves (0: closed) and the allocations handles that
+    /// outlived a closed queue's device still hold (tests).
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> (u64, usize) {
+        let q = self.queue.lock();
+        (q.device, q.outstanding)
+    }
+
     /// Whether no buffer id is queued (the mailbox included).
     pub(crate) fn no_buffers(&self) -> bool {
         self.mailbox.load(Ordering::Acquire) == 0 && self.queue.lock().buffers.is_empty()
@@ -147,16 +290,25 @@ impl ReleaseQueue {
 
 /// What the user handles of one buffer share: how many are alive, and the
 /// queue the last one to drop pushes the buffer's id on. The allocation
-/// belongs to the buffer table's slot index and serves every buffer that
-/// index holds (the device keeps one reference): once a buffer is released
-/// no user handle of it is left, so the next buffer there starts the count
-/// again, and a warm `alloc` + drop allocates nothing.
-#[derive(Debug)]
+/// belongs to a slot index of the buffer table and serves every buffer that
+/// index holds: once a buffer is released no user handle of it is left, so
+/// the next buffer there starts the count again. It lives as long as its
+/// queue (see [`ReleaseQueue`]), so handles hold it by reference: a warm
+/// `alloc` + drop allocates nothing and counts no reference.
 pub(crate) struct HandleShare {
     /// User handles (`Buffer` values) alive; the last one to drop queues
     /// the id for release.
     users: AtomicUsize,
-    releases: Arc<ReleaseQueue>,
+    releases: &'static ReleaseQueue,
+}
+
+impl fmt::Debug for HandleShare {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Not the queue: it lists its spare allocations.
+        f.debug_struct("HandleShare")
+            .field("users", &self.users)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A device buffer. Cloning shares it; dropping the last clone frees it,
@@ -169,7 +321,7 @@ pub struct Buffer {
     owner: StreamId,
     size: u64,
     device: u64,
-    share: Arc<HandleShare>,
+    share: &'static HandleShare,
 }
 
 impl Clone for Buffer {
@@ -180,7 +332,7 @@ impl Clone for Buffer {
             owner: self.owner,
             size: self.size,
             device: self.device,
-            share: Arc::clone(&self.share),
+            share: self.share,
         }
     }
 }
@@ -199,35 +351,27 @@ impl Drop for Buffer {
                 true
             });
         if last {
-            self.share.releases.push_buffer(self.id);
+            self.share
+                .releases
+                .push_buffer(self.device, self.id, self.share);
         }
     }
 }
 
 impl Buffer {
     /// The first user handle of buffer `id`, over the slot index's shared
-    /// allocation `share` (made on the index's first use). The index's
-    /// previous buffer was released, so none of its user handles is left
-    /// (one may still be finishing its drop: it touches the count no more).
+    /// allocation `share`. The index's previous buffer was released, so
+    /// none of its user handles is left (one may still be finishing its
+    /// drop: it touches the count no more).
     #[inline(always)]
     pub(crate) fn issue(
-        share: &mut Option<Arc<HandleShare>>,
+        share: &'static HandleShare,
         id: BufferId,
         size: u64,
         owner: StreamId,
         device: u64,
-        releases: &Arc<ReleaseQueue>,
     ) -> Self {
-        let share = match share {
-            Some(s) => {
-                s.users.store(1, Ordering::Relaxed);
-                Arc::clone(s)
-            }
-            None => Arc::clone(share.insert(Arc::new(HandleShare {
-                users: AtomicUsize::new(1),
-                releases: Arc::clone(releases),
-            }))),
-        };
+        share.users.store(1, Ordering::Relaxed);
         Self {
             id,
             owner,
@@ -304,13 +448,13 @@ struct GraphInner {
     id: GraphId,
     stream: StreamId,
     device: u64,
-    releases: Arc<ReleaseQueue>,
+    releases: &'static ReleaseQueue,
 }
 
 impl Drop for GraphInner {
     fn drop(&mut self) {
         let id = self.id;
-        self.releases.push(|q| q.graphs.push(id));
+        self.releases.push(self.device, |q| q.graphs.push(id));
     }
 }
 
@@ -327,7 +471,7 @@ impl Graph {
         id: GraphId,
         stream: StreamId,
         device: u64,
-        releases: Arc<ReleaseQueue>,
+        releases: &'static ReleaseQueue,
     ) -> Self {
         Self {
             inner: Arc::new(GraphInner {

@@ -165,7 +165,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
             recording: 0,
             pins: CrossPins::new(0),
             pending: crate::arena::Arena::new(),
-            releases: Arc::new(handle::ReleaseQueue::default()),
+            releases: handle::ReleaseQueue::open(id),
             stats: DeviceStats::default(),
             release_error: None,
             scratch_ops: Vec::new(),

@@ -251,6 +251,7 @@ impl<P: Platform, L: RawLock> Env<P, L> {
     }
 
     /// Locks `sid`'s lane.
+    #[inline(always)]
     pub(crate) fn lane(&self, sid: StreamId) -> Res<LaneGuard<'_, P, L>, P> {
         self.lanes
             .get(sid.index())
@@ -302,7 +303,7 @@ pub(crate) struct Inner<P: Platform> {
     /// consumer until its use completes.
     pub(crate) pins: CrossPins<Key>,
     pub(crate) pending: Arena<PendingFree>,
-    pub(crate) releases: Arc<ReleaseQueue>,
+    pub(crate) releases: &'static ReleaseQueue,
     pub(crate) stats: DeviceStats,
     /// The first error of a deferred release (a dropped handle's free, a
     /// dropped graph's destroy, a due flush) not yet taken by the user.

@@ -2,7 +2,9 @@
 //! for and everything the platform made is destroyed in the order the
 //! platform needs — graphs (which launch kernels on streams over storage),
 //! then kernels, then the events and streams, then the storages (the
-//! streams' pools, then the staging pool), and the platform last.
+//! streams' pools, then the staging pool), and the platform last. The
+//! release queue is closed: handles that outlive the device give their
+//! allocations back to it when dropped.
 
 use alloc::vec::Vec;
 
@@ -15,7 +17,12 @@ use crate::stream::StreamPool;
 impl<P: Platform, L: RawLock> Drop for Shared<P, L> {
     fn drop(&mut self) {
         let Shared { state, env } = self;
-        state.get_mut().teardown(env);
+        let inner = state.get_mut();
+        inner.teardown(env);
+        // Last: buffers dropped above were queued. Handles dropped from now
+        // on give their allocations back to the closed queue.
+        let (shares, live) = inner.buffers.shares();
+        inner.releases.close(shares, live);
         // `state` (what is left of it: the staging pool) drops next, then
         // `env` (the platform).
     }

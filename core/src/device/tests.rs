@@ -174,3 +174,62 @@ fn clones_dropped_on_threads_release_each_buffer_once() {
     assert_eq!(d.stats().release_errors, 0);
     assert!(d.take_release_error().is_none());
 }
+
+/// A buffer handle that outlives its device keeps the device's release
+/// queue from serving another device until it drops: otherwise its drop
+/// would put its slot index in the mailbox of the next device, which would
+/// free its own live buffer at that index.
+#[test]
+fn a_handle_outliving_its_device_never_releases_a_later_devices_buffer() {
+    for _ in 0..20 {
+        let a = Device::new(Null, DeviceConfig::with_streams(1)).unwrap();
+        let x = a.alloc(StreamId(0), 256).unwrap();
+        let x2 = x.clone();
+        drop(a);
+        let b = Device::new(Null, DeviceConfig::with_streams(1)).unwrap();
+        let y = b.alloc(StreamId(0), 256).unwrap();
+        assert_eq!(x.id(), y.id(), "the same slot on both devices");
+        drop(x);
+        drop(x2);
+        b.poll().unwrap();
+        assert_eq!(b.census().buffers, 1, "y is alive");
+        assert!(b.read(StreamId(0), &y).is_ok());
+        drop(y);
+        assert_eq!(b.census().buffers, 0);
+    }
+}
+
+/// Closing a queue as its device drops: every handle allocation no handle
+/// holds is taken back at once (released buffers, queued or in the
+/// mailbox, included); those of live buffers come back as their last
+/// handle drops, clones first or not.
+#[test]
+fn a_closed_queue_counts_the_allocations_still_out() {
+    let d = Device::new(Null, DeviceConfig::with_streams(2)).unwrap();
+    let q = LockFamilyMutex::lock(&d.shared.state).releases;
+    let id = LockFamilyMutex::lock(&d.shared.state).id;
+    assert_eq!(q.state(), (id, 0));
+    let bufs: alloc::vec::Vec<_> = (0..3).map(|_| d.alloc(StreamId(1), 64).unwrap()).collect();
+    let clone = bufs[0].clone();
+    // Three released, not yet processed: one in the mailbox, two queued;
+    // and one released and processed (its slot vacant).
+    let gone: alloc::vec::Vec<_> = (0..3).map(|_| d.alloc(StreamId(0), 64).unwrap()).collect();
+    let vacant = d.alloc(StreamId(0), 64).unwrap();
+    drop(vacant);
+    d.poll().unwrap();
+    drop(gone);
+    drop(d);
+    assert_eq!(
+        q.state(),
+        (0, 3),
+        "closed; three buffers still have handles"
+    );
+    let mut bufs = bufs.into_iter();
+    drop(bufs.next());
+    assert_eq!(q.state().1, 3, "a clone of the first is alive");
+    drop(clone);
+    assert_eq!(q.state().1, 2);
+    drop(bufs);
+    // Back in the pool: another device may already hold it.
+    assert_eq!(q.state().1, 0);
+}

@@ -157,7 +157,7 @@ impl<P: Platform> Inner<P> {
         location: Location<SliceHandle>,
     ) -> Res<Buffer, P> {
         self.buffers
-            .insert(size, sid, location, self.id, &self.releases)
+            .insert(size, sid, location, self.id, self.releases)
             .map_err(|_| table_full())
     }
 
@@ -182,7 +182,7 @@ impl<P: Platform> Inner<P> {
             size,
             sid,
             self.id,
-            &self.releases,
+            self.releases,
         );
         let buffer = match inserted.map_err(|_| table_full()) {
             Ok(buffer) => buffer,
