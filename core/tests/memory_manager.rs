@@ -74,8 +74,8 @@ fn pools_are_chosen_by_size() {
     }
     assert_eq!(pool(&m, PoolKind::Small).reserved, 64 * KIB);
     assert_eq!(pool(&m, PoolKind::Sliced).reserved, MIB);
-    // 64 KiB + 1 rounded to the alignment, then to a 2 KiB multiple (1/32).
-    assert_eq!(pool(&m, PoolKind::Exclusive).reserved, 66 * KIB);
+    // 64 KiB + 1 rounded to the alignment, then to a 512 B multiple (1/128).
+    assert_eq!(pool(&m, PoolKind::Exclusive).reserved, 64 * KIB + 512);
     assert_eq!(pool(&m, PoolKind::Dedicated).reserved, 17 * MIB);
 }
 
@@ -194,15 +194,26 @@ fn exclusive_pages_are_rounded_so_nearby_sizes_share_them() {
     m.free(a).unwrap();
     m.reserve(MIB + 8 * KIB).unwrap();
     assert_eq!(m.storage().allocs, 2);
-    // Rounded pages (1/32 of the size): both share one 1 MiB + 32 KiB page.
-    let mut m = MemoryManager::new(TestStorage::new(), layout(no_trim()));
-    let (a, ra) = m.reserve(MIB + 4 * KIB).unwrap();
-    assert_eq!(m.storage().live_bytes(), MIB + 32 * KIB);
-    m.free(a).unwrap();
-    let (_, rb) = m.reserve(MIB + 8 * KIB).unwrap();
-    assert_eq!(rb.page, ra.page);
-    assert_eq!(m.storage().allocs, 1);
-    assert_eq!(pool(&m, PoolKind::Exclusive).padding, 24 * KIB);
+    // Rounded pages: the default (1/128 of the size) gives 1 MiB + 8 KiB,
+    // 1/32 gives 1 MiB + 32 KiB; either way the next, slightly larger
+    // request shares the idle page. (shift, page, next request, padding)
+    for (shift, page, next, padding) in [
+        (None, MIB + 8 * KIB, MIB + 6 * KIB, 2 * KIB),
+        (Some(5), MIB + 32 * KIB, MIB + 8 * KIB, 24 * KIB),
+    ] {
+        let mut policy = no_trim();
+        if let Some(shift) = shift {
+            policy.page_rounding_shift = shift;
+        }
+        let mut m = MemoryManager::new(TestStorage::new(), layout(policy));
+        let (a, ra) = m.reserve(MIB + 4 * KIB).unwrap();
+        assert_eq!(m.storage().live_bytes(), page);
+        m.free(a).unwrap();
+        let (_, rb) = m.reserve(next).unwrap();
+        assert_eq!(rb.page, ra.page);
+        assert_eq!(m.storage().allocs, 1);
+        assert_eq!(pool(&m, PoolKind::Exclusive).padding, padding);
+    }
 }
 
 #[test]
@@ -448,10 +459,11 @@ fn report_adds_up_and_reads_as_a_table() {
     let r = m.report();
     let t = r.total();
     assert_eq!(t.in_use, 10 + 2000 + MIB + 1);
-    // Alignment padding, plus the exclusive page rounded up to 1/32 of 1 MiB.
+    // Alignment padding, plus the exclusive page rounded up to 1/128 of
+    // 1 MiB.
     assert_eq!(
         t.padding,
-        (256 - 10) + (2048 - 2000) + (MIB + 32 * KIB - (MIB + 1))
+        (256 - 10) + (2048 - 2000) + (MIB + 8 * KIB - (MIB + 1))
     );
     assert_eq!(t.slices, 3);
     assert_eq!(t.reserved, m.storage().live_bytes());

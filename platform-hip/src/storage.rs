@@ -25,14 +25,16 @@ pub const MALLOC_PACK_LIMIT: u64 = 1 << 20;
 /// The unit `hipMalloc` charges above the pack limit.
 pub const MALLOC_GRANULARITY: u64 = 2 << 20;
 
-/// What `hipMalloc` and `hipFree` cost (H200, medians): `hipMalloc` 65 µs
-/// up to 20 MiB, 161 µs at 64 MiB, 1.3 ms at 1 GiB; `hipFree` 56–75 µs up
-/// to 20 MiB, 0.76 ms at 1 GiB, and it waits for all work queued on the
-/// device.
+/// What `hipMalloc` and `hipFree` cost (H200, medians of
+/// `platform-hip/nvidia/calibrate.c`, fitted over 2–256 MiB; the same
+/// figures as the mock's driver model, `streamcore_mock::replay::H200`):
+/// `hipMalloc` 33 µs up to 8 MiB, 162 µs at 64 MiB, 635 µs at 256 MiB;
+/// `hipFree` 30–33 µs up to 8 MiB, 144 µs at 256 MiB, and it waits for all
+/// work queued on the device.
 pub const MALLOC_COSTS: StorageCosts = {
     let mut c = StorageCosts::UNKNOWN;
-    c.alloc = CallCost::new(65_000, 1_200);
-    c.release = CallCost::new(58_000, 700);
+    c.alloc = CallCost::new(31_000, 2_400);
+    c.release = CallCost::new(29_000, 450);
     c.release_synchronizes = true;
     c
 };

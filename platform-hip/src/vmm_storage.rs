@@ -15,25 +15,30 @@ use crate::shared::Shared;
 use crate::storage::{DEVICE_ALIGNMENT, HipStorage, MALLOC_PACK_LIMIT};
 use crate::vmm::{self, Chunk};
 
-/// What the calls cost, measured on an NVIDIA H200 through the HIP-on-CUDA
-/// shim (`platform-hip/nvidia/calibrate.c`, medians, see `BENCHMARKS.md`):
-/// reserving an address range costs 1–5 µs whatever its size; creating,
-/// mapping and granting access to one chunk 57 µs (2 MiB) to 153 µs
-/// (64 MiB); unmapping and releasing it 46 µs to 111 µs. Neither waits for
-/// queued work.
+/// What the calls cost on an NVIDIA H200 through the HIP-on-CUDA shim,
+/// the same table the mock's driver model charges
+/// (`streamcore_mock::replay::H200`, where each figure's source is
+/// written): committing a chunk (create + map + set access) 33 µs +
+/// 0.25 µs/MiB and decommitting one (unmap + release) 18 µs + 0.5 µs/MiB,
+/// fitted to the wall times of whole replays on the H200 (BENCHMARKS.md
+/// sections 3 and 6); reserving and freeing an address range about 3 µs
+/// whatever its size (`platform-hip/nvidia/calibrate.c`). Neither commit
+/// nor decommit waits for queued work.
 pub const VMM_COSTS: StorageCosts = {
     let mut c = StorageCosts::UNKNOWN;
-    // Plain pages: `hipMalloc` (packed, up to the pack limit) or one range
-    // with one chunk; both about 60 µs.
-    c.alloc = CallCost::new(62_000, 1_500);
-    c.release = CallCost::new(55_000, 1_000);
+    // Plain pages above the pack limit: one range with one chunk
+    // (reserve + commit), released by one decommit. Packed pages
+    // (`hipMalloc`, up to the pack limit) cost less; the policy plans
+    // with the larger figure.
+    c.alloc = CallCost::new(36_000, 250);
+    c.release = CallCost::new(18_000, 500);
     // A plain page may still be in use by queued work when it is
     // deallocated: its release waits for the device (`hipFree`, or a device
     // synchronization before the unmap).
     c.release_synchronizes = true;
-    c.reserve = CallCost::new(5_000, 0);
-    c.commit = CallCost::new(55_000, 1_500);
-    c.decommit = CallCost::new(44_000, 1_000);
+    c.reserve = CallCost::new(3_000, 0);
+    c.commit = CallCost::new(33_000, 250);
+    c.decommit = CallCost::new(18_000, 500);
     c
 };
 
@@ -505,13 +510,14 @@ mod tests {
         assert_eq!(t.charge(768 << 10), 768 << 10);
         assert_eq!(t.charge(MIB + 256), 2 * MIB);
         assert_eq!(t.charge(5 * MIB), 6 * MIB);
-        // The calibration's figures, within 10%: grow 57.7 us at 2 MiB and
-        // 153.1 us at 64 MiB; shrink 45.8 us and 110.6 us.
+        // The fit to whole replays on the H200, within 10%: commit 33.7 us
+        // + 0.25 us/MiB, decommit 17.2 us + 0.52 us/MiB (BENCHMARKS.md
+        // section 3).
         let near = |ns: u64, us: f64| ((ns as f64 / 1e3) - us).abs() <= us * 0.1;
-        assert!(near(t.costs.commit.of(2 * MIB), 57.7));
-        assert!(near(t.costs.commit.of(64 * MIB), 153.1));
-        assert!(near(t.costs.decommit.of(2 * MIB), 45.8));
-        assert!(near(t.costs.decommit.of(64 * MIB), 110.6));
+        assert!(near(t.costs.commit.of(2 * MIB), 34.2));
+        assert!(near(t.costs.commit.of(64 * MIB), 49.7));
+        assert!(near(t.costs.decommit.of(2 * MIB), 18.2));
+        assert!(near(t.costs.decommit.of(64 * MIB), 50.5));
         assert!(t.costs.reserve.of(1 << 40) <= 6_000);
         assert_eq!(s.alignment(), DEVICE_ALIGNMENT);
     }

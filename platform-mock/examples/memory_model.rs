@@ -3,20 +3,32 @@
 //! traces and for synthetic ones the policy was not tuned on.
 //!
 //! `cargo run --release -p streamcore-mock --example memory_model [TRACE...]`
-//! (default: the four traces in `tests/traces` and the synthetic set).
+//! (default: the four traces in `tests/traces` and the synthetic set;
+//! `--held-out`: the held-out synthetic set, `synthetic::held_out`).
+//! `driver ms` is the estimated driver time, `wall ms` the predicted wall
+//! time of the replay on the H200 (`DriverTable::predicted_wall_ms`: the
+//! driver time plus the host's share per event), `books ms` the
+//! bookkeeping measured here.
 
 use std::path::PathBuf;
 
 use streamcore::memory::{Favour, MemoryLayout, MemoryPolicy};
 use streamcore::platform::DeviceProperties;
 use streamcore_mock::replay::{
-    DriverModel, ReplayOptions, StreamcoreTarget, Trace, replay, synthetic,
+    DriverModel, H200, ReplayOptions, StreamcoreTarget, Trace, replay, synthetic,
 };
 
 fn main() {
-    let args: Vec<PathBuf> = std::env::args().skip(1).map(PathBuf::from).collect();
+    let held_out = std::env::args().any(|a| a == "--held-out");
+    let args: Vec<PathBuf> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--held-out")
+        .map(PathBuf::from)
+        .collect();
     let mut traces: Vec<(String, Trace)> = Vec::new();
-    let paths = if args.is_empty() {
+    let paths = if held_out {
+        Vec::new()
+    } else if args.is_empty() {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
         [
             "gpt2_train",
@@ -44,7 +56,9 @@ fn main() {
             Err(e) => eprintln!("{}: {e}", path.display()),
         }
     }
-    if args.is_empty() {
+    if held_out {
+        traces.extend(synthetic::held_out());
+    } else if args.is_empty() {
         traces.extend(synthetic::workloads());
     }
     let props = DeviceProperties {
@@ -65,7 +79,7 @@ fn main() {
         ("time", MemoryPolicy::favouring(Favour::Time), false),
     ];
     println!(
-        "{:<22} {:<6} {:<8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>5} {:>9} {:>9}",
+        "{:<22} {:<6} {:<8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>5} {:>9} {:>9} {:>9}",
         "trace",
         "route",
         "policy",
@@ -76,6 +90,7 @@ fn main() {
         "syncs",
         "waits",
         "driver ms",
+        "wall ms",
         "books ms"
     );
     for (name, trace) in &traces {
@@ -91,7 +106,7 @@ fn main() {
                 }
                 match replay(trace, &mut t, ReplayOptions::default()) {
                     Ok(r) => println!(
-                        "{:<22} {:<6} {:<8} {:>7.4} {:>7} {:>7} {:>7} {:>6} {:>5} {:>9.2} {:>9.2}",
+                        "{:<22} {:<6} {:<8} {:>7.4} {:>7} {:>7} {:>7} {:>6} {:>5} {:>9.2} {:>9.2} {:>9.2}",
                         name,
                         model.name(),
                         knob,
@@ -102,6 +117,7 @@ fn main() {
                         r.storage.syncs,
                         t.waits(),
                         r.driver_ms(),
+                        H200.predicted_wall_ms(r.events, r.storage.driver_ns),
                         r.elapsed_ns as f64 / 1e6
                     ),
                     Err(e) => println!("{name:<22} {:<6} {knob:<8} failed: {e}", model.name()),

@@ -3,8 +3,9 @@
 //! hip`, `scripts/torch_replay.py`) run the same unseen workloads the driver
 //! model judges here.
 //!
-//! `cargo run --release -p streamcore-mock --example write_workloads -- DIR`
-//! writes `DIR/<name>.jsonl.gz` per workload ([`Trace::save`]: a header
+//! `cargo run --release -p streamcore-mock --example write_workloads -- DIR
+//! [--held-out]` writes `DIR/<name>.jsonl.gz` per workload (with
+//! `--held-out`, the held-out set `replay::synthetic::held_out` instead) ([`Trace::save`]: a header
 //! naming the workload, no recorder peaks since nothing recorded them, then
 //! one JSON line per event). Loading a written file gives back the same
 //! events (checked before the program exits).
@@ -15,15 +16,24 @@ use std::process::ExitCode;
 use streamcore_mock::replay::{Trace, synthetic};
 
 fn main() -> ExitCode {
-    let Some(dir) = std::env::args_os().nth(1).map(PathBuf::from) else {
-        eprintln!("usage: write_workloads DIR");
+    let Some(dir) = std::env::args_os()
+        .skip(1)
+        .find(|a| a != "--held-out")
+        .map(PathBuf::from)
+    else {
+        eprintln!("usage: write_workloads DIR [--held-out]");
         return ExitCode::from(2);
     };
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!("{}: {e}", dir.display());
         return ExitCode::FAILURE;
     }
-    for (name, trace) in synthetic::workloads() {
+    let set = if std::env::args().any(|a| a == "--held-out") {
+        synthetic::held_out()
+    } else {
+        synthetic::workloads()
+    };
+    for (name, trace) in set {
         let path = dir.join(format!("{name}.jsonl.gz"));
         match write(&path, &trace) {
             Ok(events) => println!("{}: {events} events", path.display()),

@@ -16,7 +16,7 @@
 //!
 //! Policies (all in [`MemoryPolicy`]): trim before grow (idle pages go back
 //! before the manager would hold more than it ever held), page rounding (a
-//! 1/32 size class, so nearby sizes share pages), periodic release of
+//! 1/128 size class, so nearby sizes share pages), periodic release of
 //! long-idle pages, explicit cleanup, OOM retry after releasing idle pages,
 //! and over a resizable storage the strand guard ([`StrandGuard`]). Nothing
 //! is released while a capture window is open.

@@ -38,6 +38,7 @@ struct Books {
     commits: u64,
     decommits: u64,
     committed_bytes: u64,
+    decommitted_bytes: u64,
     driver_ns: u64,
 }
 
@@ -120,6 +121,8 @@ pub struct StorageStats {
     pub decommits: u64,
     /// Bytes committed over the whole run (each commit counted).
     pub committed_bytes: u64,
+    /// Bytes decommitted over the whole run (each decommit counted).
+    pub decommitted_bytes: u64,
     /// Estimated driver time of every call, from the storages' terms, in
     /// nanoseconds.
     pub driver_ns: u64,
@@ -196,6 +199,7 @@ impl Accounting {
             commits: b.commits,
             decommits: b.decommits,
             committed_bytes: b.committed_bytes,
+            decommitted_bytes: b.decommitted_bytes,
             driver_ns: b.driver_ns,
         }
     }
@@ -467,6 +471,7 @@ impl Storage for CountingStorage {
         b.uncharge(len, 0);
         b.unreleased = b.unreleased.saturating_sub(len);
         b.decommits += 1;
+        b.decommitted_bytes += len;
         b.driver_ns = b
             .driver_ns
             .saturating_add(self.terms.costs.decommit.of(len));

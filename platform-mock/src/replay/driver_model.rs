@@ -38,35 +38,74 @@ pub struct DriverTable {
     pub vmm_granularity: u64,
     /// The largest range one reservation spans.
     pub max_reservation: u64,
+    /// Host time per trace event of a replay on the GPU's machine outside
+    /// the driver (the replay loop and the pools' bookkeeping): with the
+    /// driver time, the predicted wall time.
+    pub host_event_ns: u64,
+}
+
+impl DriverTable {
+    /// What a whole replay of `events` events that spent `driver_ns` in the
+    /// driver is predicted to take on the GPU's machine, in milliseconds.
+    pub fn predicted_wall_ms(&self, events: u64, driver_ns: u64) -> f64 {
+        (driver_ns as f64 + events as f64 * self.host_event_ns as f64) / 1e6
+    }
 }
 
 /// The H200 (141 GB HBM3e), driver 580.159.04, HIP over CUDA 13.0.
 ///
-/// Measured with `platform-hip/nvidia/calibrate.c` (medians of 31 calls on
-/// an idle device; BENCHMARKS.md has the full table): `hipMalloc` 65–69 µs
-/// up to 20 MiB, 161 µs at 64 MiB, 636 µs at 256 MiB; `hipFree` 56–75 µs up
-/// to 20 MiB, 305 µs at 256 MiB, and it waits for all queued work;
-/// create + map + set-access of one chunk 57 µs at 2 MiB to 153 µs at
-/// 64 MiB; unmap + release 46 µs at 2 MiB to 111 µs at 64 MiB (neither waits
-/// for queued work); reserving a range 1–5 µs whatever its size;
-/// `hipMemGetAllocationGranularity` 2 MiB. What `hipMalloc` charges
-/// (`hipMemGetInfo` before and after): above 1 MiB whole 2 MiB units, at or
-/// below 1 MiB packed (4 KiB … 512 KiB exact). Packed calls: 7 µs, fitted to
-/// issue 11's Llama replay on the H200 (28 ms of driver time for 1,952
-/// `hipMalloc` and as many `hipFree` of packed pages); `calibrate.c`'s 65 µs
-/// is a pair that maps and unmaps the shared chunk each time.
+/// Where each figure comes from:
+/// - Granularity and packing: `platform-hip/nvidia/calibrate.c`
+///   (`hipMemGetInfo` before and after): `hipMalloc` above 1 MiB takes whole
+///   2 MiB units, at or below 1 MiB it is packed (4 KiB … 512 KiB exact);
+///   `hipMemGetAllocationGranularity` answers 2 MiB.
+/// - The virtual-memory calls (`commit`, `decommit`): fitted to the wall
+///   times of streamcore's whole replays on the H200 (the default layout,
+///   the 4 recorded traces and the 10 synthetic workloads, no touch, the
+///   fastest of 5 runs; BENCHMARKS.md section 6), by least squares on the
+///   relative error over the calls each replay made (commits, committed
+///   MiB, decommits, decommitted MiB) and its events (the host's share,
+///   [`host_event_ns`](DriverTable::host_event_ns)): commit 33.7 µs +
+///   0.25 µs/MiB, decommit 17.2 µs + 0.52 µs/MiB, 50 ns per event,
+///   rounded below; the predicted walls of those calls fall within 6 % of
+///   the measured ones on average, 16 % at most (the first calibration's
+///   costs predicted 1.7-3.1x the measured walls). `calibrate.c`'s
+///   one-chunk medians on the same machine agree on the fixed part
+///   (create + map + set-access 28.8 µs, unmap + release 24.1 µs at 2 MiB)
+///   but charge far more per MiB in isolation (160 / 54.5 µs at 64 MiB,
+///   633 / 138 µs at 256 MiB) than whole replays show, and its 64 chunks
+///   mapped one by one into one range, access set per chunk (243 µs a
+///   chunk), are not what the replays pay either: the replays are the
+///   ground truth.
+/// - Reserving and freeing an address range: 1–3 µs each whatever its
+///   size (`calibrate.c`).
+/// - `hipMalloc` / `hipFree` (the fallback route): `calibrate.c`'s medians
+///   on the same machine, fitted over 2–256 MiB: `hipMalloc` 33 µs up to
+///   8 MiB, 162 µs at 64 MiB, 635 µs at 256 MiB; `hipFree` 30–33 µs up to
+///   8 MiB, 68 µs at 64 MiB, 144 µs at 256 MiB, and it waits for all queued
+///   work. No whole replay of that route was timed on this machine.
+/// - Packed calls: 7 µs, fitted to issue 11's Llama replay on the H200
+///   (28 ms of driver time for 1,952 `hipMalloc` and as many `hipFree` of
+///   packed pages); `calibrate.c`'s pair of ~64 µs maps and unmaps the
+///   shared chunk each time.
+///
+/// The HIP virtual-memory storage declares the same costs
+/// (`streamcore_hip::VMM_COSTS`: its plain pages are a reservation plus one
+/// commit, released by one decommit), so the policy takes the same
+/// decisions here as on the GPU.
 pub const H200: DriverTable = DriverTable {
     alignment: 256,
     granularity: 2 * MIB,
     pack_limit: MIB,
-    malloc: CallCost::new(65_000, 1_200),
-    free: CallCost::new(58_000, 700),
+    malloc: CallCost::new(31_000, 2_400),
+    free: CallCost::new(29_000, 450),
     packed: CallCost::new(7_000, 0),
-    reserve: CallCost::new(5_000, 0),
-    commit: CallCost::new(55_000, 1_500),
-    decommit: CallCost::new(44_000, 1_000),
+    reserve: CallCost::new(3_000, 0),
+    commit: CallCost::new(33_000, 250),
+    decommit: CallCost::new(18_000, 500),
     vmm_granularity: 2 * MIB,
     max_reservation: 1 << 40,
+    host_event_ns: 50,
 };
 
 /// Which route of the driver a counting storage models.
@@ -107,6 +146,13 @@ impl DriverModel {
         costs.release = table.free;
         costs.release_synchronizes = true;
         if self == DriverModel::Vmm {
+            // Plain pages above the pack limit are a reservation with one
+            // chunk committed over all of it, released by one decommit.
+            costs.alloc = CallCost::new(
+                table.commit.fixed_ns + table.reserve.fixed_ns,
+                table.commit.per_mib_ns + table.reserve.per_mib_ns,
+            );
+            costs.release = table.decommit;
             costs.reserve = table.reserve;
             costs.commit = table.commit;
             costs.decommit = table.decommit;

@@ -39,6 +39,10 @@ pub struct MemoryPolicy {
     /// most `1/2^shift` more), so requests of nearby sizes (a cache growing
     /// a little every step) share page sizes and reuse idle pages instead of
     /// asking the storage each time. 64 means exact sizes (alignment only).
+    /// The default, 7 (at most 1/128 more), keeps the padding of large
+    /// pages under 1 %: at 5 (1/32) it was the largest part of the bytes
+    /// held over the live peak on workloads of steady shapes (BENCHMARKS.md
+    /// section 3).
     pub page_rounding_shift: u32,
     /// Serve every request from the persistent pool, whatever the mode the
     /// caller sets (as a pinned-host staging pool does).
@@ -103,22 +107,23 @@ impl Default for MemoryPolicy {
             trim_headroom_shift: 7,
             release_idle_after: None,
             fit_slack_shift: 5,
-            page_rounding_shift: 5,
+            page_rounding_shift: 7,
             force_persistent: false,
             max_pages: 1 << 20,
             commit_step_shift: 6,
             split_boundaries: false,
             large_page_granules: 256,
             strand_guard: StrandGuard::Adaptive,
-            // Chosen with the driver model (`memory_model` example) over a
-            // grid of both parts (BENCHMARKS.md section 3): the recorded
-            // traces keep every trim they had, and of the settings whose
-            // estimated wall times stay under the driver pool's wherever
-            // they were, none has more workloads at or below the best
-            // peer's bytes.
+            // Chosen with the driver model (`memory_model` example, its
+            // costs fitted to whole replays on the H200) over a grid of both
+            // parts (BENCHMARKS.md section 3): the recorded traces keep
+            // their figures, and of the settings tried whose estimated wall
+            // times stay under the driver pool's wherever they were, none
+            // has more workloads at or below the best peer's bytes; checked
+            // on the held-out set (`replay::synthetic::held_out`).
             churn_budget: ChurnBudget {
-                per_reserve_ns: 850,
-                per_mib_ns: 800,
+                per_reserve_ns: 500,
+                per_mib_ns: 150,
             },
         }
     }

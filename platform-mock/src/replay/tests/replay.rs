@@ -200,16 +200,17 @@ fn the_driver_model_holds_its_figures_per_trace() {
     // (trace, model, ratio x 1e4, allocs (commits included), commits,
     // decommits, driver ms x 10)
     let expected: [(&str, DriverModel, u64, u64, u64, u64, u64); 8] = [
-        ("gpt2_train", DriverModel::Vmm, 10293, 214, 214, 14, 345),
-        // ResNet-50: 152 commits and 2 decommits, the same ratio: the
-        // default budget (850 ns + 800 ns/MiB) covers the adaptive guard's
-        // boundary splits again (139 and 1, 12.4 ms, under 500 + 150).
-        ("resnet50_train", DriverModel::Vmm, 10048, 152, 152, 2, 132),
-        ("llama_decode", DriverModel::Vmm, 10174, 79, 79, 0, 50),
-        ("two_stream_pipeline", DriverModel::Vmm, 10062, 9, 9, 0, 10),
-        ("gpt2_train", DriverModel::Malloc, 10566, 778, 0, 0, 968),
-        ("resnet50_train", DriverModel::Malloc, 10726, 638, 0, 0, 600),
-        ("llama_decode", DriverModel::Malloc, 10621, 1985, 0, 0, 470),
+        ("gpt2_train", DriverModel::Vmm, 10293, 213, 213, 12, 123),
+        // ResNet-50: 1.0041 with pages rounded to 1/128 of their size (was
+        // 1.0048, 152 commits and 2 decommits, at 1/32).
+        ("resnet50_train", DriverModel::Vmm, 10041, 122, 122, 0, 48),
+        ("llama_decode", DriverModel::Vmm, 10174, 81, 81, 0, 28),
+        ("two_stream_pipeline", DriverModel::Vmm, 10062, 9, 9, 0, 4),
+        ("gpt2_train", DriverModel::Malloc, 10568, 778, 0, 0, 823),
+        ("resnet50_train", DriverModel::Malloc, 10733, 635, 0, 0, 422),
+        // Llama on the `hipMalloc` route: finer page sizes share fewer
+        // pages, 4,635 calls where 1/32 rounding made 1,985.
+        ("llama_decode", DriverModel::Malloc, 10621, 4635, 0, 0, 733),
         (
             "two_stream_pipeline",
             DriverModel::Malloc,
@@ -217,7 +218,7 @@ fn the_driver_model_holds_its_figures_per_trace() {
             10,
             0,
             0,
-            9,
+            10,
         ),
     ];
     let mut got = Vec::new();
@@ -238,6 +239,58 @@ fn the_driver_model_holds_its_figures_per_trace() {
     assert_eq!(got, expected);
 }
 
+/// The predicted wall time of a whole replay (driver time plus the host's
+/// share per event, `DriverTable::predicted_wall_ms`) against the wall
+/// times the H200 measured for the recorded traces through the default
+/// layout (BENCHMARKS.md section 6, no touch, the fastest of 5 runs; the
+/// first costs predicted 2-3x those walls, from 13.2 ms for ResNet-50's
+/// 6.2). Within a fifth each: the run measured calls made under the first
+/// costs, a few of which the fitted costs decide otherwise.
+#[test]
+fn the_driver_model_predicts_the_h200_walls() {
+    let dir = traces_dir();
+    let props = h200();
+    for (name, measured_ms) in [
+        ("gpt2_train", 11.8),
+        ("resnet50_train", 6.2),
+        ("llama_decode", 18.9),
+        ("two_stream_pipeline", 0.5),
+    ] {
+        let trace = Trace::load(dir.join(std::format!("{name}.jsonl.gz"))).unwrap();
+        let mut t = StreamcoreTarget::new(MemoryLayout::for_device(&props), 256);
+        let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
+        let predicted = H200.predicted_wall_ms(r.events, r.storage.driver_ns);
+        let error = predicted / measured_ms - 1.0;
+        assert!(
+            error.abs() <= 0.2,
+            "{name}: predicted {predicted:.2} ms, the H200 measured {measured_ms} ms"
+        );
+    }
+}
+
+/// The held-out workloads are the ten families again, other traces: the
+/// same count, other names, other events, generated alike every time.
+#[test]
+fn the_held_out_set_is_other_traces_of_the_same_families() {
+    let seen = crate::replay::synthetic::workloads();
+    let held = crate::replay::synthetic::held_out();
+    assert_eq!(held.len(), seen.len());
+    for ((sn, st), (hn, ht)) in seen.iter().zip(&held) {
+        assert_eq!(
+            sn.trim_start_matches("syn_"),
+            hn.trim_start_matches("held_"),
+            "the same family, in order"
+        );
+        assert_ne!(st.events, ht.events, "{hn}");
+    }
+    let again = crate::replay::synthetic::held_out();
+    assert!(
+        held.iter()
+            .zip(&again)
+            .all(|(a, b)| a.1.events == b.1.events)
+    );
+}
+
 /// The same traces freed in stream order, as `streamcore replay --platform
 /// hip --touch` frees them (each allocation touched by one command on its
 /// stream): the figures of the default route are the untouched ones, the
@@ -249,11 +302,9 @@ fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
     let props = h200();
     // (trace, ratio x 1e4, commits, decommits, waits)
     let expected: [(&str, u64, u64, u64, u64); 4] = [
-        ("gpt2_train", 10293, 214, 14, 5),
-        // 152 commits and 2 decommits (139 and 1 under a budget of 500 +
-        // 150 that did not cover the guard's boundary splits).
-        ("resnet50_train", 10048, 152, 2, 1),
-        ("llama_decode", 10174, 79, 0, 0),
+        ("gpt2_train", 10293, 213, 12, 4),
+        ("resnet50_train", 10041, 122, 0, 0),
+        ("llama_decode", 10174, 81, 0, 0),
         ("two_stream_pipeline", 10062, 9, 0, 0),
     ];
     let mut got = Vec::new();
@@ -295,21 +346,31 @@ fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
 /// serving 1.1406, 537 + 238, 115.5 ms; pinned fragments 39 + 3, 3.3 ms;
 /// random b 1.3479, 99 + 28, 15.8 ms; growing pair 1.0775, 387 + 344,
 /// 529.6 ms).
+///
+/// Moved again when the driver model's costs were fitted to whole replays
+/// on the H200 (about half the first calibration's), pages were rounded to
+/// 1/128 of their size instead of 1/32 and the default budget went back to
+/// 500 + 150 (chosen by a sweep under the fitted costs, checked on the
+/// held-out set). The vmm figures under 850 + 800, 1/32 and the first
+/// costs, same order: 1.0109; 1.0117, 279 + 226; 1.1180, 140 + 61;
+/// 1.2616, 197 + 131; 1.0160, 141 + 7; 1.0042; 1.1460, 1,231 + 969;
+/// 1.1297, 54 + 15; 1.2964, 167 + 71; 1.0585, 516 + 452 (the driver ms
+/// of the first costs, 2-3x what the H200 showed).
 #[test]
 fn the_driver_model_holds_its_figures_on_unseen_workloads() {
     // (workload, ratio x 1e4 books, malloc, vmm; vmm commits, decommits,
     // driver ms x 10)
     let expected: [(&str, u64, u64, u64, u64, u64, u64); 10] = [
-        ("syn_three_phases", 10107, 10886, 10109, 245, 0, 167),
-        ("syn_growing_cache", 10117, 10141, 10117, 279, 226, 691),
-        ("syn_random_lifetimes", 10148, 10905, 11180, 140, 61, 149),
-        ("syn_three_streams", 10821, 11082, 12616, 197, 131, 266),
-        ("syn_huge_transients", 10154, 11334, 10160, 141, 7, 130),
-        ("syn_transformer_steps", 10078, 10981, 10042, 270, 0, 218),
-        ("syn_serving", 10358, 10478, 11460, 1231, 969, 3021),
-        ("syn_pinned_fragments", 10128, 10598, 11297, 54, 15, 51),
-        ("syn_random_lifetimes_b", 10118, 10316, 12964, 167, 71, 279),
-        ("syn_growing_pair", 10110, 10113, 10585, 516, 452, 6113),
+        ("syn_three_phases", 10078, 10933, 10034, 241, 0, 85),
+        ("syn_growing_cache", 10022, 10048, 10032, 206, 160, 197),
+        ("syn_random_lifetimes", 10078, 10889, 11877, 92, 37, 44),
+        ("syn_three_streams", 10779, 11149, 11759, 177, 97, 101),
+        ("syn_huge_transients", 10078, 11334, 10070, 142, 8, 60),
+        ("syn_transformer_steps", 10078, 10985, 10016, 270, 0, 101),
+        ("syn_serving", 10325, 10504, 11391, 363, 200, 303),
+        ("syn_pinned_fragments", 10076, 10637, 10560, 43, 4, 17),
+        ("syn_random_lifetimes_b", 10078, 10345, 13676, 120, 40, 70),
+        ("syn_growing_pair", 10053, 10068, 10113, 473, 429, 1984),
     ];
     let workloads = crate::replay::synthetic::workloads();
     assert_eq!(workloads.len(), expected.len(), "every workload is held");
