@@ -39,7 +39,7 @@ impl<P: Platform> Inner<P> {
                 // Its slot stays taken until this release: the index names it.
                 if let Some(id) = self.buffers.live_id(index) {
                     if let Err(e) = self.free_buffer(env, id) {
-                        self.release_failed(e);
+                        self.buffer_release_failed(id, e);
                     }
                 }
             }
@@ -70,7 +70,7 @@ impl<P: Platform> Inner<P> {
                 break;
             };
             if let Err(e) = self.free_buffer(env, id) {
-                self.release_failed(e);
+                self.buffer_release_failed(id, e);
             }
         }
         for i in 0..self.scratch_graphs.len() {
@@ -81,6 +81,21 @@ impl<P: Platform> Inner<P> {
                 self.release_failed(e);
             }
         }
+    }
+
+    /// The release of buffer `id` failed (a cross-stream pin refused, the
+    /// pending-free arena full): the error is kept for the user, and the
+    /// buffer leaves the table anyway. Its last handle is gone, so nothing
+    /// could ever release it again; its slot index (and the handle
+    /// allocation the index holds) serves the next buffer, and a closing
+    /// release queue does not count that allocation as held by a handle.
+    /// Its bytes stay out of the pool: another stream's use of them may not
+    /// have completed.
+    #[cold]
+    fn buffer_release_failed(&mut self, id: BufferId, e: Error<P::Error>) {
+        // Already gone when the failure came after the removal.
+        let _ = self.buffers.remove(id);
+        self.release_failed(e);
     }
 
     /// A buffer's last handle is gone: its claims end, and its slice goes

@@ -233,3 +233,41 @@ fn a_closed_queue_counts_the_allocations_still_out() {
     // Back in the pool: another device may already hold it.
     assert_eq!(q.state().1, 0);
 }
+
+/// A buffer whose release fails (here a cross-stream pin refused: the
+/// reachable cause is a full pending-free arena, 2^32 - 1 entries) has no
+/// handle left: its slot is emptied anyway, its bytes stay out of the pool
+/// (their other stream's use is not known complete), and when the device
+/// drops the release queue takes the slot's handle allocation back instead
+/// of counting it out forever (which kept the queue out of the pool).
+#[test]
+fn a_failed_release_leaves_no_allocation_out_at_close() {
+    use crate::platform::{KernelSource, LaunchDims};
+    use crate::stream::CrossPins;
+    let d = Device::new(Null, DeviceConfig::with_streams(2)).unwrap();
+    let q = LockFamilyMutex::lock(&d.shared.state).releases;
+    let k = d
+        .load_kernel(&KernelSource {
+            name: "k",
+            source: "",
+            bindings: 1,
+        })
+        .unwrap();
+    let x = d.alloc(StreamId(0), 256).unwrap();
+    let keep = d.alloc(StreamId(0), 256).unwrap();
+    // Stream 1's queued use of `x` is not known complete: its release must
+    // pin it on stream 1, which fails with no pin table.
+    let launched = d.launch(StreamId(1), k, LaunchDims::linear(1, 1), &[x.read()], &[]);
+    assert_eq!(launched.unwrap(), super::Launched::Queued);
+    LockFamilyMutex::lock(&d.shared.state).pins = CrossPins::new(0);
+    drop(x);
+    let c = d.census();
+    let s = d.stats();
+    assert_eq!((s.release_errors, s.cross_stream_pins), (1, 0));
+    assert!(d.take_release_error().is_some());
+    assert_eq!(c.buffers, 1, "only `keep`: the failed one's slot is empty");
+    drop(d);
+    assert_eq!(q.state(), (0, 1), "only `keep` is still out");
+    drop(keep);
+    assert_eq!(q.state().1, 0, "back in the pool");
+}
