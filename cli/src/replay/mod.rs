@@ -144,8 +144,9 @@ pub struct ReplayArgs {
     pub storage: StorageArg,
 
     /// With `--platform hip`: timed passes per allocator, alternating
-    /// between them (the fastest is reported).
-    #[arg(long, default_value_t = 5, value_name = "N")]
+    /// between them (the fastest is reported); at least 1.
+    #[arg(long, default_value_t = 5, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
 
     /// With `--platform hip --touch`: how frees reach streamcore's pools:

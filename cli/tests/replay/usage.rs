@@ -11,6 +11,14 @@ fn no_trace_is_a_usage_error() {
 }
 
 #[test]
+fn zero_timed_passes_is_a_usage_error() {
+    let out = replay(&[&"--runs", &"0", &trace("two_stream_pipeline")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--runs"), "{err}");
+}
+
+#[test]
 fn help_documents_the_layout_file_and_the_outputs() {
     let out = replay(&[&"--help"]);
     assert!(out.status.success());
