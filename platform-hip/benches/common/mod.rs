@@ -22,15 +22,6 @@ pub(crate) const S1: StreamId = StreamId(1);
 pub(crate) const N: usize = 1024;
 pub(crate) const BLOCKS: u32 = (N / 256) as u32;
 
-pub(crate) const ADD: KernelSource<'static> = KernelSource {
-    name: "sb_add",
-    source: r#"extern "C" __global__ void sb_add(const unsigned int* a, const unsigned int* b, unsigned int* out, const unsigned long long* info) {
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < info[0]) out[i] = a[i] + b[i];
-}"#,
-    bindings: 4,
-};
-
 pub(crate) const INC: KernelSource<'static> = KernelSource {
     name: "sb_inc",
     source: r#"extern "C" __global__ void sb_inc(unsigned int* x, const unsigned long long* info) {
@@ -40,14 +31,9 @@ pub(crate) const INC: KernelSource<'static> = KernelSource {
     bindings: 2,
 };
 
-pub(crate) const FILL: KernelSource<'static> = KernelSource {
-    name: "sb_fill",
-    source: r#"extern "C" __global__ void sb_fill(unsigned int* out, const unsigned long long* info) {
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < info[0]) out[i] = (unsigned int)info[1];
-}"#,
-    bindings: 2,
-};
+/// `out[i] = a[i] + b[i]` and `out[i] = info[1]`: the project's shared
+/// kernels (`streamcore-kernels`), as the demo and the scenario suite run them.
+pub(crate) use streamcore_kernels::{ADD, FILL};
 
 pub(crate) const ACC: KernelSource<'static> = KernelSource {
     name: "sb_acc",
@@ -59,7 +45,7 @@ pub(crate) const ACC: KernelSource<'static> = KernelSource {
 };
 
 pub(crate) fn dims() -> LaunchDims {
-    LaunchDims::linear(BLOCKS, 256)
+    streamcore_kernels::dims(N)
 }
 
 pub(crate) fn bytes(words: &[u32]) -> Vec<u8> {

@@ -11,7 +11,7 @@ pub(crate) fn launches(dev: &Device<HipPlatform>) -> R<f64> {
     let info = [N as u64];
 
     // streamcore Device.
-    let add = dev.load_kernel(&ADD).map_err(e("load sb_add"))?;
+    let add = dev.load_kernel(&ADD).map_err(e("load sc_add"))?;
     let a = dev.upload(S0, &bytes(&a_words)).map_err(e("upload"))?;
     let b = dev.upload(S0, &bytes(&b_words)).map_err(e("upload"))?;
     let out = dev.alloc(S0, 4 * N as u64).map_err(e("alloc"))?;
@@ -32,7 +32,7 @@ pub(crate) fn launches(dev: &Device<HipPlatform>) -> R<f64> {
     // The platform alone: HipPlatform::launch over pages of its own device
     // storage (it refuses ranges outside them), copied from the bare ones.
     let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
-    let pk = platform.load_kernel(&ADD).map_err(e("load sb_add"))?;
+    let pk = platform.load_kernel(&ADD).map_err(e("load sc_add"))?;
     let mut ps = platform.create_stream().map_err(e("create_stream"))?;
     let mut pstorage = platform.device_storage().map_err(e("device_storage"))?;
     let mut page_like = |buf: &RawBuffer, access| -> R<Binding> {
@@ -109,7 +109,7 @@ pub(crate) fn launches(dev: &Device<HipPlatform>) -> R<f64> {
     let misses = stats1.info_misses - stats0.info_misses;
 
     println!(
-        "\n1. Per-launch cost: sb_add over {N} u32 ({BLOCKS}x256 threads, 3 buffers + info), \
+        "\n1. Per-launch cost: sc_add over {N} u32 ({BLOCKS}x256 threads, 3 buffers + info), \
          {BATCH} launches then one stream sync, {ROUNDS} rounds"
     );
     println!(

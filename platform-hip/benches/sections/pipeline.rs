@@ -20,7 +20,7 @@ impl<L: RawLock> PipeDevice<L> {
         let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
         let dev = Device::<_, L>::with_lock(platform, DeviceConfig::with_streams(2))
             .map_err(e("Device::new"))?;
-        let fill = dev.load_kernel(&FILL).map_err(e("load sb_fill"))?;
+        let fill = dev.load_kernel(&FILL).map_err(e("load sc_fill"))?;
         let acc_k = dev.load_kernel(&ACC).map_err(e("load sb_acc"))?;
         let mut stages = Vec::with_capacity(STAGES);
         for _ in 0..STAGES {
@@ -181,7 +181,7 @@ pub(crate) fn pipeline() -> R<f64> {
         }
     };
     println!(
-        "\n4. Two-stream pipeline: {STAGES} stages (sb_fill on stream 1 -> sb_acc on stream 0), \
+        "\n4. Two-stream pipeline: {STAGES} stages (sc_fill on stream 1 -> sb_acc on stream 0), \
          one sync of both streams per round, {ROUNDS} rounds"
     );
     println!("  {:<44} {:>10} {:>10}", "", "median", "fastest");
