@@ -87,31 +87,15 @@ pub(crate) fn allocations(dev: &Device<HipPlatform>) -> R<(f64, f64)> {
         row("Device::alloc + drop (SpinLock)", &s[4], None, "ns/pair");
         row("hipMalloc + hipFree", &s[2], None, "ns/pair");
         row("hipMallocAsync + hipFreeAsync", &s[3], None, "ns/pair");
-        ratio(
-            "hipMalloc+hipFree / MemoryManager",
-            s[2].median(),
-            s[0].median(),
-        );
-        ratio(
-            "hipMallocAsync+hipFreeAsync / MemoryManager",
-            s[3].median(),
-            s[0].median(),
-        );
-        ratio(
-            "hipMallocAsync+hipFreeAsync / Device",
-            s[3].median(),
-            s[1].median(),
-        );
-        ratio(
-            "Device::alloc+drop / MemoryManager",
-            s[1].median(),
-            s[0].median(),
-        );
-        ratio(
-            "Device::alloc+drop (SpinLock) / MemoryManager",
-            s[4].median(),
-            s[0].median(),
-        );
+        for (label, num, den) in [
+            ("hipMalloc+hipFree / MemoryManager", 2, 0),
+            ("hipMallocAsync+hipFreeAsync / MemoryManager", 3, 0),
+            ("hipMallocAsync+hipFreeAsync / Device", 3, 1),
+            ("Device::alloc+drop / MemoryManager", 1, 0),
+            ("Device::alloc+drop (SpinLock) / MemoryManager", 4, 0),
+        ] {
+            ratio(label, s[num].median(), s[den].median());
+        }
         let r = s[1].median() / s[0].median();
         if size == 1 << 20 {
             ratios.0 = r;
