@@ -25,12 +25,25 @@ impl<S: Storage> MemoryManager<S> {
     fn page_bytes(&self, pool: usize, rounded: u64) -> Option<u64> {
         match self.pools[pool].engine {
             Engine::Sliced(_) => Some(self.pools[pool].page_size),
-            Engine::Pages(_) => round_class(
-                rounded,
-                self.layout.policy().page_rounding_shift,
-                self.align,
-            ),
+            Engine::Pages(_) => self.page_class(rounded),
         }
+    }
+
+    /// The size of a page of its own (exclusive, persistent, dedicated) for
+    /// a request of `rounded` bytes: its size class
+    /// ([`MemoryPolicy::page_rounding_shift`](super::MemoryPolicy)) when
+    /// pages come from `alloc`, so nearby sizes share idle pages; the
+    /// exact size (the alignment only) when pages are carved from
+    /// reservations, where a page's space goes back to its reservation
+    /// when it is freed and serves any size, so a class would buy no reuse
+    /// and only pad.
+    pub(super) fn page_class(&self, rounded: u64) -> Option<u64> {
+        let shift = if self.segment.is_some() {
+            64
+        } else {
+            self.layout.policy().page_rounding_shift
+        };
+        round_class(rounded, shift, self.align)
     }
 
     /// Makes room for and allocates a page of the pool; returns its index.

@@ -150,9 +150,17 @@ impl<S: Storage> MemoryManager<S> {
             self.books.peak_live,
             self.layout.policy().trim_headroom_shift,
         );
+        self.trim_floor()
+            .max(self.books.peak_live.saturating_add(headroom))
+    }
+
+    /// The trim limit without the headroom: the bytes the pages and the
+    /// live data have already needed (the most ever held, the live peak,
+    /// the level the churn budget settled at).
+    pub(super) fn trim_floor(&self) -> u64 {
         self.books
             .high_water
-            .max(self.books.peak_live.saturating_add(headroom))
+            .max(self.books.peak_live)
             .max(self.books.settled)
     }
 

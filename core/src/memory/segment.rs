@@ -14,7 +14,12 @@
 //! ahead over the free space after it to at least the policy's commit step
 //! (a fraction of what the manager holds, so the number of commits grows
 //! with the logarithm of the memory, not with it); when trimming, never
-//! past the trim limit, so a new peak costs what the page needs and no more.
+//! past what pages and live data already needed (the trim limit without
+//! its headroom; a large page's own reservation up to the trim limit), so
+//! a new peak costs what the page needs and no more, and no chunk holds
+//! committed memory that no page asked for beside a page that lives on.
+//! Carved pages take their exact size (the alignment only): their space
+//! goes back to the reservation when they are freed and serves any size.
 //!
 //! When to give back: a chunk no page uses stays committed (a page carved
 //! over it later costs no call) until a commit would pass the trim limit
@@ -77,6 +82,8 @@ pub(super) struct Carving {
 /// Large pages are carved from reservations of their own (lane 1), the
 /// others share lane 0.
 const LANES: usize = 2;
+/// The lane of large pages.
+const LARGE_LANE: usize = 1;
 
 impl Segment {
     /// Reservations of a storage with `terms`, pages aligned to `align`;
@@ -335,7 +342,7 @@ impl<S: Storage> MemoryManager<S> {
             .free_end_after(c.block)
             .unwrap_or(page_end);
         let limit = free_end.div_ceil(g).min(u64::from(u32::MAX)) as u32;
-        let want = (self.commit_step(need) / g).min(u64::from(u32::MAX)) as u32;
+        let want = (self.commit_step(need, lane) / g).min(u64::from(u32::MAX)) as u32;
         if self.layout.policy().trim_before_grow && !self.capture.is_open() {
             // Chunks no page uses go back (oldest first) while the commit
             // would pass the trim limit.
@@ -390,10 +397,15 @@ impl<S: Storage> MemoryManager<S> {
         Ok(())
     }
 
-    /// The bytes a commit of `need` bytes may grow to: the policy's step (a
-    /// fraction of what is held), kept within the
-    /// trim limit when trimming.
-    fn commit_step(&self, need: u64) -> u64 {
+    /// The bytes a commit of `need` bytes for a page of lane `lane` may
+    /// grow to: the policy's step (a fraction of what is held), kept, when
+    /// trimming, within what the pages and the live data have already
+    /// needed ([`trim_floor`](Self::trim_floor)): memory reached ahead that
+    /// no page comes to use is stranded for as long as a page lives in its
+    /// chunk, and the trim headroom is there to keep idle memory, not to
+    /// commit unused memory. A large page's own reservation may reach into
+    /// the headroom: what lies ahead there is its own room to grow.
+    fn commit_step(&self, need: u64, lane: usize) -> u64 {
         let policy = self.layout.policy();
         let held = self.books.reserved.saturating_add(self.books.pending);
         let step = shr(held, policy.commit_step_shift);
@@ -401,7 +413,12 @@ impl<S: Storage> MemoryManager<S> {
             return need;
         }
         if policy.trim_before_grow {
-            let room = self.trim_limit().saturating_sub(held);
+            let limit = if lane == LARGE_LANE {
+                self.trim_limit()
+            } else {
+                self.trim_floor()
+            };
+            let room = limit.saturating_sub(held);
             return step.min(room).max(need);
         }
         step

@@ -202,3 +202,56 @@ fn a_page_larger_than_any_reservation_is_refused_before_the_storage_is_asked() {
     m.free(h).unwrap();
     m.free(kept).unwrap();
 }
+
+/// Pages carved from reservations take their exact size (the alignment
+/// only): a carved page's space goes back to its reservation when it is
+/// freed and serves any size there, so a size class would only pad. Pages
+/// of their own keep their class (1/128 of their size), so nearby sizes
+/// reuse idle pages.
+#[test]
+fn carved_pages_take_their_exact_size_and_pages_of_their_own_their_class() {
+    let size = 3 * MIB + 256;
+    let mut carved = resizable();
+    let (a, _) = carved.reserve(size).unwrap();
+    assert_eq!(carved.report().total().padding, 0);
+    let mut own = MemoryManager::new(TestStorage::new(), default_layout());
+    let (b, _) = own.reserve(size).unwrap();
+    // 3 MiB rounds by 16 KiB steps at 1/128.
+    assert_eq!(own.report().total().padding, 16 * KIB - 256);
+    carved.free(a).unwrap();
+    own.free(b).unwrap();
+    // A free and a reserve of the same size take the same bytes back.
+    let (c, r1) = carved.reserve(size).unwrap();
+    carved.free(c).unwrap();
+    let (_, r2) = carved.reserve(size).unwrap();
+    assert_eq!((r1.page, r1.offset), (r2.page, r2.offset));
+}
+
+/// A commit reaches ahead over free space only as far as pages and live
+/// data have already needed, not into the trim headroom: memory committed
+/// ahead that no page comes to use stays stranded beside the page that
+/// does, for as long as that page lives. A workload that only grows commits
+/// no granule past its last page.
+#[test]
+fn a_growing_workload_commits_no_granule_past_its_last_page() {
+    let mut m = MemoryManager::new(TestStorage::resizable(2 * MIB, 1 << 34), default_layout());
+    let size = 12 * MIB + 256;
+    let mut carved = 0;
+    let mut kept = Vec::new();
+    for i in 0..80 {
+        let (h, r) = m.reserve(size).unwrap();
+        assert_eq!(r.offset, carved, "pages are carved one after the other");
+        carved += size;
+        kept.push(h);
+        assert_eq!(
+            m.storage().committed(),
+            carved.next_multiple_of(2 * MIB),
+            "after page {i}: committed past the last page"
+        );
+    }
+    // Every page is a new peak: it commits what it needs, no more.
+    assert_eq!(m.storage().commit_calls, 80);
+    for h in kept {
+        m.free(h).unwrap();
+    }
+}

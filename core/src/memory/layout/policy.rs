@@ -34,24 +34,29 @@ pub struct MemoryPolicy {
     /// looser page stays idle (and is what trimming releases first). 64 means
     /// exact fits only.
     pub fit_slack_shift: u32,
-    /// Exclusive and dedicated pages are sized to their request rounded up
-    /// to a multiple of `2^(log2(size) - page_rounding_shift)` bytes (at
-    /// most `1/2^shift` more), so requests of nearby sizes (a cache growing
-    /// a little every step) share page sizes and reuse idle pages instead of
+    /// Pages of their own (exclusive, persistent and dedicated pages taken
+    /// from `Storage::alloc`) are sized to their request rounded up to a
+    /// multiple of `2^(log2(size) - page_rounding_shift)` bytes (at most
+    /// `1/2^shift` more), so requests of nearby sizes (a cache growing a
+    /// little every step) share page sizes and reuse idle pages instead of
     /// asking the storage each time. 64 means exact sizes (alignment only).
     /// The default, 7 (at most 1/128 more), keeps the padding of large
     /// pages under 1 %: at 5 (1/32) it was the largest part of the bytes
     /// held over the live peak on workloads of steady shapes (BENCHMARKS.md
-    /// section 3).
+    /// section 3). Pages carved from reservations (a storage with resizable
+    /// pages) always take their exact size: a carved page's space goes back
+    /// to its reservation when it is freed and serves any size there, so a
+    /// class would only pad.
     pub page_rounding_shift: u32,
     /// Serve every request from the persistent pool, whatever the mode the
     /// caller sets (as a pinned-host staging pool does).
     pub force_persistent: bool,
     /// On a resizable storage, a commit reaches ahead over free space to
     /// at least `held >> commit_step_shift` bytes (what the manager holds,
-    /// by this fraction), within the trim limit when trimming: the number of
-    /// commits then grows with the logarithm of the memory. 64: commit only
-    /// what a page needs.
+    /// by this fraction), when trimming no further than the trim limit less
+    /// its headroom (a large page's own reservation: the trim limit): the
+    /// number of commits then grows with the logarithm of the memory. 64:
+    /// commit only what a page needs.
     pub commit_step_shift: u32,
     /// On a resizable storage, a granule a page shares with a neighbour is
     /// committed as a chunk of its own (more commits; the page's own
