@@ -38,12 +38,18 @@ impl<S: Storage> MemoryManager<S> {
     /// when it is freed and serves any size, so a class would buy no reuse
     /// and only pad.
     pub(super) fn page_class(&self, rounded: u64) -> Option<u64> {
-        let shift = if self.segment.is_some() {
+        round_class(rounded, self.class_shift(), self.align)
+    }
+
+    /// The rounding shift of [`page_class`](Self::page_class): 64 (exact)
+    /// for carved pages, the policy's for pages of their own.
+    #[inline]
+    pub(super) fn class_shift(&self) -> u32 {
+        if self.segment.is_some() {
             64
         } else {
             self.layout.policy().page_rounding_shift
-        };
-        round_class(rounded, shift, self.align)
+        }
     }
 
     /// Makes room for and allocates a page of the pool; returns its index.

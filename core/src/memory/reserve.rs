@@ -8,7 +8,7 @@ use super::manager::MAX_REQUEST;
 use super::manager::MemoryManager;
 use super::pool::Engine;
 use super::progress::{NoWait, Progress};
-use super::rounding::{round_up, shr};
+use super::rounding::{round_class, round_up, shr};
 use super::slots::{self, OWNER, Slot, WINDOW};
 use super::tlsf::NIL;
 use crate::platform::{DeviceRange, Storage};
@@ -146,7 +146,8 @@ impl<S: Storage> MemoryManager<S> {
     /// Carves from what the pool holds: (page, block, offset).
     fn take(&mut self, pool: usize, rounded: u64) -> Option<(u32, u32, u64)> {
         let slack_shift = self.layout.policy().fit_slack_shift;
-        let class = self.page_class(rounded);
+        let class_shift = self.class_shift();
+        let align = self.align;
         let recent = if self.pools[pool].recent == NIL {
             NIL
         } else {
@@ -161,7 +162,7 @@ impl<S: Storage> MemoryManager<S> {
             }
             Engine::Pages(index) => {
                 let slack = shr(rounded, slack_shift);
-                let class = class?;
+                let class = round_class(rounded, class_shift, align)?;
                 let (_, page) = index.find(class, class.max(rounded.saturating_add(slack)))?;
                 index.remove(page);
                 (page, NIL, 0)
