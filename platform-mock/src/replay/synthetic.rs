@@ -644,7 +644,6 @@ mod tests {
                     assert!(size.is_some(), "a free of a slot not live");
                     live -= size.unwrap_or(0);
                 }
-                _ => {}
             }
         }
         peak
