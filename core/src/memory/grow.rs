@@ -29,8 +29,8 @@ impl<S: Storage> MemoryManager<S> {
         }
     }
 
-    /// The size of a page of its own (exclusive, persistent, dedicated) for
-    /// a request of `rounded` bytes: its size class
+    /// The size of a new page of an exclusive, persistent or dedicated pool
+    /// for a request of `rounded` bytes: its size class
     /// ([`MemoryPolicy::page_rounding_shift`](super::MemoryPolicy)) when
     /// pages come from `alloc`, so nearby sizes share idle pages; the
     /// exact size (the alignment only) when pages are carved from
