@@ -142,9 +142,23 @@ impl<P: Platform> Inner<P> {
                 // one with no memory) leaves the info cache untouched: the
                 // argument pass below returns its error.
                 None if self.args_placed(args) => {
-                    let (range, uncached) = self.info_for_launch(env, sid, info)?;
-                    info_range = Some(range);
-                    uncached_info = uncached;
+                    // A plain cache hit uploads nothing and cannot fail:
+                    // served here; a miss takes the general path.
+                    match self
+                        .streams
+                        .get_mut(sid)
+                        .and_then(|st| st.info_lookup(info))
+                    {
+                        Some(range) => {
+                            self.stats.info_hits += 1;
+                            info_range = Some(range);
+                        }
+                        None => {
+                            let (range, uncached) = self.info_for_launch(env, sid, info)?;
+                            info_range = Some(range);
+                            uncached_info = uncached;
+                        }
+                    }
                 }
                 None => {}
             }

@@ -70,6 +70,7 @@ impl<P: Platform> Inner<P> {
     /// Makes `consumer` (its lane `lane`, held) wait for everything
     /// `producer` submitted so far: one event recorded on `producer` and
     /// waited on, and the sync table told.
+    #[inline]
     fn wait_one<L: RawLock>(
         &mut self,
         env: &Env<P, L>,
