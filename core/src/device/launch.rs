@@ -96,9 +96,9 @@ impl<P: Platform> Inner<P> {
     /// as [`Submitted::Tail`], to be made without the device lock; a failure
     /// there goes to [`Inner::tail_failed`]. Otherwise the launch is
     /// submitted here, under the lock.
-    // Always inlined into its one caller, `Device::launch`: the result then
-    // never goes through memory.
-    #[inline(always)]
+    // Inlined into its one caller, `Device::launch`: the result then never
+    // goes through memory.
+    #[inline]
     pub(crate) fn launch<'a, L: RawLock>(
         &mut self,
         env: &'a Env<P, L>,
