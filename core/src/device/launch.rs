@@ -221,7 +221,9 @@ impl<P: Platform> Inner<P> {
                 for (s, &c) in slot.last_use().iter().enumerate() {
                     // At most MAX_STREAMS: fits a StreamId.
                     let s = StreamId(s as u16);
-                    if c > 0 && self.sync.needs_wait(sid, s, c).unwrap_or(true) {
+                    // (Its own uses never need a wait: `sid` is a stream
+                    // the sync table knows, its state exists.)
+                    if c > 0 && s != sid && self.sync.needs_wait(sid, s, c).unwrap_or(true) {
                         self.scratch_marks.push(WriteMark {
                             stream: s,
                             cursor: c,
