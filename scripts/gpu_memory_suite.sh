@@ -6,10 +6,13 @@
 #
 # Two steps, because the GPU machine has no Rust toolchain:
 #
-#   scripts/gpu_memory_suite.sh --prepare DIR
+#   [FRESH_SEED=N] scripts/gpu_memory_suite.sh --prepare DIR
 #       where Rust is: builds the release binaries (no debug info), strips
 #       them and copies them, the shim sources, the scripts and the traces
-#       into DIR (a few tens of MiB).
+#       into DIR (a few tens of MiB): the recorded traces, the synthetic
+#       workloads (tests/unseen), the held-out set (tests/heldout) and,
+#       with FRESH_SEED, a fresh set drawn from that seed (tests/fresh,
+#       `synthetic::fresh`: workloads no choice of the policy has seen).
 #
 #   DIR/scripts/gpu_memory_suite.sh [LOG_DIR]
 #       on the GPU machine (gcc, a CUDA toolkit, python3 with PyTorch):
@@ -18,8 +21,8 @@
 #       summary. Exit status 0 when every step ran (the verdicts are in the
 #       summary, not in the status).
 #
-# Environment (run step): TRACES (default: DIR/tests/traces/*.jsonl.gz
-# and DIR/tests/unseen/*.jsonl.gz), RUNS (timed passes per allocator, default 5), SKIP_TORCH=1,
+# Environment (run step): TRACES (default: every trace under DIR/tests:
+# traces, unseen, heldout, fresh), RUNS (timed passes per allocator, default 5), SKIP_TORCH=1,
 # SKIP_CALIBRATE=1, SKIP_TESTS=1.
 set -uo pipefail
 
@@ -50,8 +53,12 @@ for l in sys.stdin:
     rm -rf "$dest/platform-hip/nvidia/build" "$dest/platform-hip/nvidia/logs"
     cp scripts/gpu_memory_suite.sh scripts/torch_replay.py "$dest/scripts/"
     cp tests/traces/*.jsonl.gz "$dest/tests/traces/"
-    rm -rf "$dest/tests/unseen"
+    rm -rf "$dest/tests/unseen" "$dest/tests/heldout" "$dest/tests/fresh"
     cargo run --release -q -p streamcore-mock --example write_workloads -- "$dest/tests/unseen"
+    cargo run --release -q -p streamcore-mock --example write_workloads -- "$dest/tests/heldout" --held-out
+    if [[ -n "${FRESH_SEED:-}" ]]; then
+        cargo run --release -q -p streamcore-mock --example write_workloads -- "$dest/tests/fresh" --seed "$FRESH_SEED"
+    fi
     du -sh "$dest"
     exit 0
 fi
@@ -67,7 +74,9 @@ if [[ -n "${TRACES:-}" ]]; then
     read -r -a traces <<<"$TRACES"
 else
     traces=("$root"/tests/traces/*.jsonl.gz)
-    [[ -d "$root/tests/unseen" ]] && traces+=("$root"/tests/unseen/*.jsonl.gz)
+    for set in unseen heldout fresh; do
+        [[ -d "$root/tests/$set" ]] && traces+=("$root/tests/$set"/*.jsonl.gz)
+    done
 fi
 status=0
 step() { # step NAME COMMAND...: runs, logs to NAME.log, notes failures
@@ -136,7 +145,14 @@ fi
                 printf "%-20s touch=%-3s ratio %s vs best peer %s (%s) %s; wall %s ms vs hipMallocAsync %s ms %s\n",
                     a[1], a[2], sr[k], target, by, ok_r, sw[k], pw[k], ok_w
             }
-        }' | sort
+        }' | sort >"$logs/verdicts.txt"
+    cat "$logs/verdicts.txt"
+    echo
+    echo "rows meeting both / bytes / wall, per set (recorded, syn_ unseen, held_ held-out, fresh*)"
+    awk '{ set = ($1 ~ /^syn_/) ? "unseen" : ($1 ~ /^held_/) ? "held-out" : ($1 ~ /^fresh/) ? "fresh" : "recorded"
+           n[set]++; r = ($0 ~ /\) met;/); w = ($0 ~ / met$/); br[set] += r; bw[set] += w; bb[set] += r && w }
+         END { for (s in n) printf "%-9s %d of %d both, bytes %d, wall %d\n", s, bb[s], n[s], br[s], bw[s] }' \
+        "$logs/verdicts.txt" | sort
 } >"$logs/summary.txt"
 cat "$logs/summary.txt"
 exit $status

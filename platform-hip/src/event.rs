@@ -1,24 +1,26 @@
-//! Fences: HIP events with timing disabled, recorded once per use, pooled
-//! for reuse by their platform.
+//! Fences: HIP events with timing disabled, recorded once per use, kept
+//! for reuse by the thread that drops them (`idle_events`).
 
 use std::ptr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cubecl_hip_sys as hip;
 use streamcore::platform::ErrorKind;
 
 use crate::error::{HipError, check};
+use crate::idle_events;
 use crate::shared::{Shared, ensure_current};
 use crate::stream::HipStream;
 
 /// A point recorded on a stream (a HIP event created with
 /// `hipEventDisableTiming`).
 ///
-/// Dropping it hands the driver event back to its platform's small pool, so
-/// the next `record` re-records it instead of creating one (creating and
-/// destroying an event costs more than recording one); events recorded
-/// inside a capture, and any beyond the pool's bound, are destroyed. A wait
+/// Dropping it keeps the driver event in the dropping thread's small cache
+/// of idle events, so the next `record` on that thread re-records it
+/// instead of creating one (creating and destroying an event costs more
+/// than recording one); events recorded inside a capture, and any beyond
+/// the cache's bound, are destroyed. Neither record nor drop takes a lock or
+/// touches a shared counter. A wait
 /// already queued on a re-recorded event still waits for the record it saw
 /// (HIP's rule for `hipStreamWaitEvent`). Once a query found the event
 /// passed, later queries answer from memory.
@@ -28,8 +30,8 @@ pub struct HipEvent {
     captured: bool,
     /// A query or synchronization saw the event pass.
     passed: AtomicBool,
-    /// The platform the event belongs to (its device and event pool).
-    shared: Arc<Shared>,
+    /// The device the event was created on.
+    device: i32,
 }
 
 // SAFETY: a HIP event handle is a process-wide object the runtime lets any
@@ -46,7 +48,7 @@ impl HipEvent {
     pub(crate) fn record(shared: &Shared, stream: &mut HipStream) -> Result<Self, HipError> {
         stream.check_owner(shared, "hipEventRecord")?;
         shared.make_current()?;
-        let raw = match shared.take_event() {
+        let raw = match idle_events::take(shared.device) {
             Some(raw) => raw,
             None => {
                 let mut raw: hip::hipEvent_t = ptr::null_mut();
@@ -63,7 +65,7 @@ impl HipEvent {
             raw,
             captured: stream.is_capturing(),
             passed: AtomicBool::new(false),
-            shared: Arc::clone(&stream.shared),
+            device: shared.device,
         };
         // SAFETY: the event and the stream are live handles.
         check("hipEventRecord", unsafe {
@@ -140,15 +142,16 @@ impl Drop for HipEvent {
         if raw.is_null() {
             return;
         }
-        // Back to the pool unless captured: the next `record` re-records it
-        // (a wait already queued on it keeps waiting for the record it saw).
+        // Kept unless captured: the next `record` on this thread re-records
+        // it (a wait already queued on it keeps waiting for the record it
+        // saw).
         let spare = if self.captured {
             Some(raw)
         } else {
-            self.shared.give_back_event(raw)
+            idle_events::give_back(self.device, raw)
         };
         if let Some(raw) = spare {
-            destroy(self.shared.device, raw);
+            destroy(self.device, raw);
         }
     }
 }

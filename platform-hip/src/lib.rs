@@ -46,6 +46,7 @@ mod error;
 mod event;
 mod graph;
 mod host_storage;
+mod idle_events;
 pub mod kernel;
 mod pages;
 mod platform;

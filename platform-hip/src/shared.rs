@@ -5,7 +5,6 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use cubecl_hip_sys as hip;
 
@@ -56,20 +55,7 @@ pub(crate) struct Shared {
     /// registers, retires and releases its pages here (see [`Pages`] for
     /// the protocol).
     pub(crate) pages: Pages,
-    /// Driver events no `HipEvent` holds, for `record` to reuse.
-    events: Mutex<Vec<PooledEvent>>,
 }
-
-/// At most this many idle events are kept per platform.
-const EVENT_POOL: usize = 256;
-
-/// An idle driver event of the pool.
-#[derive(Debug)]
-struct PooledEvent(hip::hipEvent_t);
-
-// SAFETY: an event handle is a process-wide object any thread may record,
-// query or destroy; the pool owns the idle ones exclusively.
-unsafe impl Send for PooledEvent {}
 
 impl Shared {
     pub(crate) fn new(device: i32) -> Self {
@@ -78,29 +64,6 @@ impl Shared {
             captures: AtomicUsize::new(0),
             doom_epoch: AtomicU64::new(0),
             pages: Pages::default(),
-            events: Mutex::new(Vec::new()),
-        }
-    }
-
-    fn event_pool(&self) -> std::sync::MutexGuard<'_, Vec<PooledEvent>> {
-        // A push or pop cannot be left half done: a poisoned lock is safe
-        // to keep using.
-        self.events.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// An idle event of this platform's device, if the pool has one.
-    pub(crate) fn take_event(&self) -> Option<hip::hipEvent_t> {
-        self.event_pool().pop().map(|e| e.0)
-    }
-
-    /// Keeps an idle event for reuse; hands it back when the pool is full.
-    pub(crate) fn give_back_event(&self, raw: hip::hipEvent_t) -> Option<hip::hipEvent_t> {
-        let mut pool = self.event_pool();
-        if pool.len() < EVENT_POOL {
-            pool.push(PooledEvent(raw));
-            None
-        } else {
-            Some(raw)
         }
     }
 
@@ -135,19 +98,6 @@ impl Shared {
     /// Whether a capture that began under `epoch` has been doomed since.
     pub(crate) fn doomed_since(&self, epoch: u64) -> bool {
         self.doom_epoch.load(Ordering::SeqCst) != epoch
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        let pool = std::mem::take(
-            self.events
-                .get_mut()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        for event in pool {
-            crate::event::destroy(self.device, event.0);
-        }
     }
 }
 

@@ -4,13 +4,15 @@
 //!
 //! `cargo run --release -p streamcore-mock --example memory_model [TRACE...]`
 //! (default: the four traces in `tests/traces` and the synthetic set;
-//! `--held-out`: the held-out synthetic set, `synthetic::held_out`).
+//! `--held-out`: the held-out synthetic set, `synthetic::held_out`;
+//! `--seed N`: a fresh set drawn from seed `N`, `synthetic::fresh`).
 //! `driver ms` is the estimated driver time, `wall ms` the predicted wall
 //! time of the replay on the H200 (`DriverTable::predicted_wall_ms`: the
 //! driver time plus the host's share per event), `books ms` the
 //! bookkeeping measured here.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use streamcore::memory::{Favour, MemoryLayout, MemoryPolicy};
 use streamcore::platform::DeviceProperties;
@@ -18,15 +20,27 @@ use streamcore_mock::replay::{
     DriverModel, H200, ReplayOptions, StreamcoreTarget, Trace, replay, synthetic,
 };
 
-fn main() {
-    let held_out = std::env::args().any(|a| a == "--held-out");
-    let args: Vec<PathBuf> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--held-out")
-        .map(PathBuf::from)
-        .collect();
+fn main() -> ExitCode {
+    let mut held_out = false;
+    let mut seed = None;
+    let mut args: Vec<PathBuf> = Vec::new();
+    let mut argv = std::env::args().skip(1);
+    while let Some(a) = argv.next() {
+        match a.as_str() {
+            "--held-out" => held_out = true,
+            "--seed" => match argv.next().map(|n| n.parse::<u64>()) {
+                Some(Ok(n)) => seed = Some(n),
+                _ => {
+                    eprintln!("usage: memory_model [--held-out | --seed N | TRACE...]");
+                    return ExitCode::from(2);
+                }
+            },
+            _ => args.push(PathBuf::from(a)),
+        }
+    }
+    let synthetic_only = held_out || seed.is_some();
     let mut traces: Vec<(String, Trace)> = Vec::new();
-    let paths = if held_out {
+    let paths = if synthetic_only {
         Vec::new()
     } else if args.is_empty() {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
@@ -56,7 +70,9 @@ fn main() {
             Err(e) => eprintln!("{}: {e}", path.display()),
         }
     }
-    if held_out {
+    if let Some(seed) = seed {
+        traces.extend(synthetic::fresh(seed));
+    } else if held_out {
         traces.extend(synthetic::held_out());
     } else if args.is_empty() {
         traces.extend(synthetic::workloads());
@@ -125,4 +141,5 @@ fn main() {
             }
         }
     }
+    ExitCode::SUCCESS
 }

@@ -4,8 +4,9 @@
 //! model judges here.
 //!
 //! `cargo run --release -p streamcore-mock --example write_workloads -- DIR
-//! [--held-out]` writes `DIR/<name>.jsonl.gz` per workload (with
-//! `--held-out`, the held-out set `replay::synthetic::held_out` instead) ([`Trace::save`]: a header
+//! [--held-out | --seed N]` writes `DIR/<name>.jsonl.gz` per workload (with
+//! `--held-out`, the held-out set `replay::synthetic::held_out` instead;
+//! with `--seed N`, the fresh set `replay::synthetic::fresh(N)`) ([`Trace::save`]: a header
 //! naming the workload, no recorder peaks since nothing recorded them, then
 //! one JSON line per event). Loading a written file gives back the same
 //! events (checked before the program exits).
@@ -16,22 +17,39 @@ use std::process::ExitCode;
 use streamcore_mock::replay::{Trace, synthetic};
 
 fn main() -> ExitCode {
-    let Some(dir) = std::env::args_os()
-        .skip(1)
-        .find(|a| a != "--held-out")
-        .map(PathBuf::from)
-    else {
-        eprintln!("usage: write_workloads DIR [--held-out]");
+    const USAGE: &str = "usage: write_workloads DIR [--held-out | --seed N]";
+    let (mut dir, mut held_out, mut seed) = (None, false, None);
+    let mut argv = std::env::args_os().skip(1);
+    while let Some(a) = argv.next() {
+        if a == "--held-out" {
+            held_out = true;
+        } else if a == "--seed" {
+            match argv.next().and_then(|n| n.to_str()?.parse::<u64>().ok()) {
+                Some(n) => seed = Some(n),
+                None => {
+                    eprintln!("{USAGE}");
+                    return ExitCode::from(2);
+                }
+            }
+        } else if dir.is_none() {
+            dir = Some(PathBuf::from(a));
+        } else {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    }
+    let Some(dir) = dir else {
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!("{}: {e}", dir.display());
         return ExitCode::FAILURE;
     }
-    let set = if std::env::args().any(|a| a == "--held-out") {
-        synthetic::held_out()
-    } else {
-        synthetic::workloads()
+    let set = match seed {
+        Some(seed) => synthetic::fresh(seed),
+        None if held_out => synthetic::held_out(),
+        None => synthetic::workloads(),
     };
     for (name, trace) in set {
         let path = dir.join(format!("{name}.jsonl.gz"));

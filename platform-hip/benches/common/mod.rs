@@ -80,6 +80,10 @@ impl Samples {
             n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
         }
     }
+    /// Both sets of samples as one.
+    pub(crate) fn joined(&self, other: &Samples) -> Samples {
+        Samples(self.0.iter().chain(&other.0).copied().collect())
+    }
     pub(crate) fn min(&self) -> f64 {
         self.0.iter().copied().fold(f64::INFINITY, f64::min)
     }

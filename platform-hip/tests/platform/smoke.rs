@@ -162,7 +162,7 @@ pub fn wait_orders_work_across_streams() -> Outcome {
 }
 
 pub fn a_wait_keeps_its_record_when_the_event_is_reused() -> Outcome {
-    // Dropped events go back to the platform's pool and the next record
+    // Dropped events stay in the thread's idle cache and the next record
     // re-records one: a wait queued before must still wait for the record
     // it saw, not the new one.
     let platform = platform_or_skip()?;
