@@ -16,7 +16,8 @@
 //! as a driver's own work between two calls evicts the core's lines),
 //! side by side. `PROFILE=pipeline_round_64_stages_cold` is the cold loop
 //! for cachegrind:
-//! `PROFILE=pipeline_round_64_stages_cold ITERS=N valgrind --tool=cachegrind --cache-sim=yes target/release/deps/device-*`
+//! `EVICT_KIB=1024 PROFILE=pipeline_round_64_stages_cold ITERS=N valgrind --tool=cachegrind --cache-sim=yes target/release/deps/device-*`
+//! (`EVICT_KIB` sets the walk's size: 8 MiB by default).
 //!
 //! With `RATIO=1` it instead times `Device::alloc` + drop (default lock and
 //! spin lock) against `MemoryManager` reserve + free side by side, rounds
