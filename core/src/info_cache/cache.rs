@@ -138,7 +138,7 @@ impl<V> InfoCache<V> {
         self.table
             .find(hash, |&i| {
                 let n = slab.node(i);
-                n.hash == hash && same_words(&n.key, words)
+                n.hash == hash && same_words(n.key.as_slice(), words)
             })
             .copied()
     }
@@ -383,7 +383,7 @@ impl<V> InfoCache<V> {
         let mut out = Vec::new();
         let mut cur = self.slab.head();
         while let Some(idx) = cur {
-            out.push(self.slab.node(idx).key.to_vec());
+            out.push(self.slab.node(idx).key.as_slice().to_vec());
             cur = self.slab.next_of(idx);
         }
         out

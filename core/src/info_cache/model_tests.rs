@@ -23,9 +23,10 @@ enum Op {
     SetPolicy(usize, u64),
 }
 
-/// Keys 0..10 of 1 to 3 words, so byte bounds matter.
+/// Keys 0..10 of 1 to 5 words, so byte bounds matter and both kinds of
+/// key storage (in the node up to 3 words, a buffer beyond) are used.
 fn words(k: u64) -> Vec<u64> {
-    vec![k; 1 + (k % 3) as usize]
+    vec![k; 1 + (k % 5) as usize]
 }
 
 fn op() -> impl Strategy<Value = Op> {

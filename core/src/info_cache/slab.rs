@@ -13,12 +13,45 @@ pub(crate) const fn entry_bytes(words: usize) -> u64 {
     (words as u64).saturating_mul(8)
 }
 
-/// One entry (its `value` is `Some` while it is in the slab).
+/// Keys of at most this many words are held in the node itself: a hit
+/// then reads no line of its own for the key.
+const INLINE_WORDS: usize = 3;
+
+/// An entry's words: short keys in line, longer ones in a buffer of their
+/// own (reused through the slab's spare keys).
 #[derive(Debug)]
+pub(crate) enum Words {
+    /// At most [`INLINE_WORDS`] words: the first `len` of `words`.
+    Inline {
+        /// How many words are used.
+        len: u8,
+        /// The words, unused ones 0.
+        words: [u64; INLINE_WORDS],
+    },
+    /// Longer keys.
+    Heap(Box<[u64]>),
+}
+
+impl Words {
+    /// The words.
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u64] {
+        match self {
+            Self::Inline { len, words } => words.get(..usize::from(*len)).unwrap_or(words),
+            Self::Heap(b) => b,
+        }
+    }
+}
+
+/// One entry (its `value` is `Some` while it is in the slab). Laid out in
+/// the order a hit reads it: hash and key (the probe), the value, then the
+/// list links.
+#[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Node<V> {
-    pub(crate) key: Box<[u64]>,
-    pub(crate) value: Option<V>,
     pub(crate) hash: u64,
+    pub(crate) key: Words,
+    pub(crate) value: Option<V>,
     prev: u32,
     next: u32,
     /// Live graphs pinning the entry.
@@ -31,7 +64,7 @@ pub(crate) struct Node<V> {
 
 impl<V> Node<V> {
     pub(crate) fn bytes(&self) -> u64 {
-        entry_bytes(self.key.len())
+        entry_bytes(self.key.as_slice().len())
     }
 }
 
@@ -39,7 +72,8 @@ impl<V> Node<V> {
 #[derive(Debug)]
 pub(crate) struct Slab<V> {
     nodes: Arena<Node<V>>,
-    /// Key buffers of freed entries, most recent last.
+    /// Key buffers of freed entries (longer than [`INLINE_WORDS`]), most
+    /// recent last.
     spare_keys: Vec<Box<[u64]>>,
     head: u32,
     tail: u32,
@@ -101,12 +135,24 @@ impl<V> Slab<V> {
     /// recently freed key buffer when the length matches). Hands `value`
     /// back when no index is left.
     pub(crate) fn alloc(&mut self, words: &[u64], value: V, hash: u64) -> Result<u32, V> {
-        let key = match self.spare_keys.pop() {
-            Some(mut key) if key.len() == words.len() => {
-                key.copy_from_slice(words);
-                key
+        let key = if words.len() <= INLINE_WORDS {
+            let mut inline = [0; INLINE_WORDS];
+            if let Some(dst) = inline.get_mut(..words.len()) {
+                dst.copy_from_slice(words);
             }
-            _ => words.into(),
+            Words::Inline {
+                // At most INLINE_WORDS: fits a u8.
+                len: words.len() as u8,
+                words: inline,
+            }
+        } else {
+            Words::Heap(match self.spare_keys.pop() {
+                Some(mut key) if key.len() == words.len() => {
+                    key.copy_from_slice(words);
+                    key
+                }
+                _ => words.into(),
+            })
         };
         let node = Node {
             key,
@@ -130,9 +176,11 @@ impl<V> Slab<V> {
     /// Frees an entry (unlinking it first) and returns its value.
     pub(crate) fn free(&mut self, idx: u32) -> Option<V> {
         self.unlink(idx);
-        let mut node = self.nodes.remove_at(idx)?;
-        self.spare_keys.push(core::mem::take(&mut node.key));
-        node.value.take()
+        let node = self.nodes.remove_at(idx)?;
+        if let Words::Heap(key) = node.key {
+            self.spare_keys.push(key);
+        }
+        node.value
     }
 
     /// Links an unlinked entry at the head (most recently used).

@@ -319,3 +319,38 @@ fn defaults_and_errors_display() {
     let c: InfoCache<u8> = InfoCache::with_capacity(CachePolicy::default(), 16);
     assert!(c.is_empty() && c.mode() == CacheMode::Normal);
 }
+
+#[test]
+fn short_and_long_keys_are_told_apart_by_length_and_words() {
+    let mut c: InfoCache<u32> = InfoCache::new(CachePolicy::new(16, 1024));
+    let mut ev = Vec::new();
+    // Keys held in the node (up to 3 words) pad with zeros: a shorter
+    // key is not the longer one with zeros.
+    let keys: [&[u64]; 7] = [
+        &[1],
+        &[1, 0],
+        &[1, 0, 0],
+        &[1, 0, 0, 0],
+        &[0],
+        &[7, 7, 7, 7, 7],
+        &[7, 7, 7, 7, 8],
+    ];
+    for (v, k) in keys.iter().enumerate() {
+        put(&mut c, k, v as u32, &mut ev);
+    }
+    for (v, k) in keys.iter().enumerate() {
+        assert_eq!(c.get(k), Some(&(v as u32)), "key {k:?}");
+    }
+    assert_eq!(c.get(&[]), None);
+    assert_eq!(c.get(&[1, 0, 0, 0, 0]), None);
+    assert_eq!(c.bytes(), 8 * (1 + 2 + 3 + 4 + 1 + 5 + 5));
+    // A long key's buffer is reused after eviction; a short key is rebuilt.
+    assert_eq!(c.clear_unpinned(|e| ev.push(e)), 7);
+    ev.sort_unstable();
+    assert_eq!(ev, [0, 1, 2, 3, 4, 5, 6]);
+    put(&mut c, &[9, 9, 9, 9, 9], 9, &mut ev);
+    put(&mut c, &[9], 10, &mut ev);
+    assert_eq!(c.get(&[9, 9, 9, 9, 9]), Some(&9));
+    assert_eq!(c.get(&[9]), Some(&10));
+    assert_eq!(ev.len(), 7, "nothing more evicted");
+}
