@@ -49,6 +49,8 @@ struct Entry {
     value: u32,
     pins: u32,
     in_window: bool,
+    /// Hit since it entered the LRU list or got its last second chance.
+    referenced: bool,
 }
 
 #[derive(Debug, Default)]
@@ -76,10 +78,22 @@ impl Model {
         self.lru.iter().map(|k| bytes_of(k)).sum()
     }
 
+    /// Second chance: the oldest key hit since it entered the list (or
+    /// since its last chance) loses its mark and becomes the newest; the
+    /// oldest unmarked key is evicted.
     fn evict_oldest(&mut self, evicted: &mut Vec<u32>) {
-        let key = self.lru.remove(0);
-        let pos = self.entries.iter().position(|e| e.key == key).unwrap();
-        evicted.push(self.entries.remove(pos).value);
+        loop {
+            let key = self.lru.remove(0);
+            let e = self.entry(&key).unwrap();
+            if e.referenced {
+                e.referenced = false;
+                self.lru.push(key);
+                continue;
+            }
+            let pos = self.entries.iter().position(|e| e.key == key).unwrap();
+            evicted.push(self.entries.remove(pos).value);
+            return;
+        }
     }
 
     fn trim(&mut self, evicted: &mut Vec<u32>) {
@@ -97,6 +111,7 @@ impl Model {
         let e = self.entry(key).unwrap();
         if !e.in_window {
             e.in_window = true;
+            e.referenced = false;
             self.lru.retain(|k| k != key);
             self.window.push(key.to_vec());
         }
@@ -106,9 +121,9 @@ impl Model {
         let value = self.entry(key)?.value;
         if self.capture {
             self.record(key);
-        } else if let Some(pos) = self.lru.iter().position(|k| k == key) {
-            let k = self.lru.remove(pos);
-            self.lru.push(k);
+        } else if self.lru.iter().any(|k| k == key) {
+            // A hit marks the entry; the order stays.
+            self.entry(key).unwrap().referenced = true;
         }
         Some(value)
     }
@@ -139,6 +154,7 @@ impl Model {
             value,
             pins: 0,
             in_window: false,
+            referenced: false,
         });
         if self.capture {
             self.record(key);

@@ -1,5 +1,7 @@
 //! The entries: nodes in the core's generational [`Arena`] addressed by
-//! `u32` index, with an intrusive doubly-linked LRU list through them. Key
+//! `u32` index, with an intrusive doubly-linked list through them in
+//! second-chance order (a hit sets the entry's reference bit; eviction
+//! moves a referenced tail to the head instead of evicting it). Key
 //! buffers of freed entries are kept for reuse.
 
 use alloc::boxed::Box;
@@ -60,6 +62,8 @@ pub(crate) struct Node<V> {
     pub(crate) in_window: bool,
     /// In the LRU list.
     linked: bool,
+    /// Hit since it was linked or last given a second chance.
+    referenced: bool,
 }
 
 impl<V> Node<V> {
@@ -163,6 +167,7 @@ impl<V> Slab<V> {
             pins: 0,
             in_window: false,
             linked: false,
+            referenced: false,
         };
         match self.nodes.insert(node) {
             Ok(k) => {
@@ -191,6 +196,7 @@ impl<V> Slab<V> {
             return;
         }
         node.linked = true;
+        node.referenced = false;
         node.prev = NIL;
         node.next = head;
         let bytes = node.bytes();
@@ -212,6 +218,7 @@ impl<V> Slab<V> {
             return;
         }
         node.linked = true;
+        node.referenced = false;
         node.next = NIL;
         node.prev = tail;
         let bytes = node.bytes();
@@ -232,6 +239,7 @@ impl<V> Slab<V> {
             return;
         }
         node.linked = false;
+        node.referenced = false;
         let (prev, next, bytes) = (node.prev, node.next, node.bytes());
         node.prev = NIL;
         node.next = NIL;
@@ -249,33 +257,25 @@ impl<V> Slab<V> {
         self.linked_bytes -= bytes;
     }
 
-    /// Moves a linked entry to the head: spliced out of its place and in
-    /// at the head in one step (the list's length and bytes are unchanged).
+    /// Marks a linked entry used: its reference bit, in its own node (a
+    /// hit writes no other entry's line).
     #[inline]
     pub(crate) fn touch(&mut self, idx: u32) {
-        let head = self.head;
-        let node = self.node(idx);
-        if head == idx || !node.linked {
-            return;
-        }
-        let (prev, next) = (node.prev, node.next);
-        if prev == NIL || head == NIL {
-            // Not reached (a linked entry other than the head has one
-            // before it): the general path keeps the list whole anyway.
-            self.unlink(idx);
-            self.link_front(idx);
-            return;
-        }
-        self.node_mut(prev).next = next;
-        if next == NIL {
-            self.tail = prev;
-        } else {
-            self.node_mut(next).prev = prev;
-        }
         let node = self.node_mut(idx);
-        node.prev = NIL;
-        node.next = head;
-        self.node_mut(head).prev = idx;
-        self.head = idx;
+        if node.linked && !node.referenced {
+            node.referenced = true;
+        }
+    }
+
+    /// The second chance: when the tail `idx` was hit since it was linked,
+    /// clears its bit and moves it to the head (list length and bytes
+    /// unchanged) and returns `true`; `false` when it goes next.
+    pub(crate) fn second_chance(&mut self, idx: u32) -> bool {
+        if !self.node(idx).referenced {
+            return false;
+        }
+        self.unlink(idx);
+        self.link_front(idx);
+        true
     }
 }

@@ -60,12 +60,12 @@ fn least_recently_used_is_evicted_first_and_get_refreshes() {
     assert_eq!(c.len(), 3);
 }
 
-/// A hit moves its entry to the head in one splice: from the head (no
-/// change), the middle and the tail. Both directions of the list stay
-/// whole: the order read from the head, and evictions (taken from the
-/// tail backwards) in exactly the reverse order.
+/// A hit marks its entry and leaves the order alone; eviction gives each
+/// marked tail a second chance (to the head, mark cleared) and evicts the
+/// first unmarked one. The list stays whole both ways: the order read from
+/// the head, and evictions taken from the tail.
 #[test]
-fn a_hit_splices_its_entry_to_the_head_from_anywhere() {
+fn a_hit_marks_its_entry_and_eviction_gives_it_a_second_chance() {
     let mut c = cache(4, 1024);
     let mut ev = Vec::new();
     for k in 1..=4 {
@@ -74,20 +74,50 @@ fn a_hit_splices_its_entry_to_the_head_from_anywhere() {
     let keys = |c: &InfoCache<u32>| c.lru_keys().concat();
     assert_eq!(keys(&c), [4, 3, 2, 1]);
     assert_eq!(c.get(&[4]), Some(&4), "the head");
-    assert_eq!(keys(&c), [4, 3, 2, 1]);
     assert_eq!(c.get(&[2]), Some(&2), "the middle");
-    assert_eq!(keys(&c), [2, 4, 3, 1]);
     assert_eq!(c.get(&[1]), Some(&1), "the tail");
-    assert_eq!(keys(&c), [1, 2, 4, 3]);
-    assert_eq!(c.get(&[3]), Some(&3), "the new tail");
-    assert_eq!(keys(&c), [3, 1, 2, 4]);
+    assert_eq!(c.get(&[1]), Some(&1), "twice is one mark");
+    assert_eq!(keys(&c), [4, 3, 2, 1], "hits do not reorder");
     assert_eq!(
         (c.lru_len(), c.lru_bytes()),
         (4, 32),
-        "a hit moves, never adds"
+        "a hit neither adds nor moves"
     );
+    // 1 (marked) goes to the head, 2 (marked) too, 3 goes.
+    put(&mut c, &[5], 5, &mut ev);
+    assert_eq!(ev, [3]);
+    assert_eq!(keys(&c), [5, 2, 1, 4]);
+    // 4 is still marked, 1 and 2 spent theirs: 4 moves, 1 goes.
+    put(&mut c, &[6], 6, &mut ev);
+    assert_eq!(ev, [3, 1]);
+    assert_eq!(keys(&c), [6, 4, 5, 2]);
+    // Every entry marked: one eviction walks the whole list once.
+    for k in [6, 4, 5, 2] {
+        assert_eq!(c.get(&[k]), Some(&(k as u32)));
+    }
+    put(&mut c, &[7], 7, &mut ev);
+    assert_eq!(ev, [3, 1, 2], "after a full turn, the old tail goes");
+    assert_eq!(keys(&c), [7, 6, 4, 5], "a full turn keeps the order");
     c.set_policy(CachePolicy::new(0, 1024), |v| ev.push(v));
-    assert_eq!(ev, [4, 2, 1, 3], "evicted from the tail back to the head");
+    assert_eq!(ev, [3, 1, 2, 5, 4, 6, 7], "no mark left: tail to head");
+}
+
+/// An entry coming back to the list (from a capture window) starts
+/// unmarked: a hit before its capture gives it no second chance after.
+#[test]
+fn an_entry_back_from_a_window_starts_unmarked() {
+    let mut c = cache(2, 1024);
+    let mut ev = Vec::new();
+    put(&mut c, &[1], 1, &mut ev);
+    put(&mut c, &[2], 2, &mut ev);
+    assert_eq!(c.get(&[1]), Some(&1));
+    c.set_mode(CacheMode::Capture, |_| ());
+    assert_eq!(c.get(&[1]), Some(&1));
+    assert_eq!(c.capture_discard(|e| ev.push(e)), Ok(1));
+    assert_eq!(c.lru_keys(), vec![vec![1], vec![2]]);
+    assert_eq!(c.get(&[2]), Some(&2));
+    put(&mut c, &[3], 3, &mut ev);
+    assert_eq!(ev, [1], "2 was hit since it entered; 1 was not");
 }
 
 #[test]
