@@ -118,50 +118,26 @@ impl Handoff {
     }
 }
 
-/// One round of the H200 comparison's two-stream pipeline: 64 stages, each
-/// a fill of its own stage buffer on stream 1 (info words naming the stage,
-/// so a cache hit that is not the last one) and an accumulation of it into
-/// one buffer on stream 0 (the core places the wait), then `sync_all`.
-struct Pipeline {
-    d: Device<Null>,
-    fill: KernelId,
-    acc: KernelId,
-    stages: Vec<Buffer>,
-    sum: Buffer,
-}
+#[path = "../tests/support/pipeline.rs"]
+mod pipeline;
 
 /// Stages per pipeline round.
 const STAGES: usize = 64;
 
-impl Pipeline {
-    fn new() -> Self {
-        let d = device();
-        let (fill, acc) = (kernel(&d, 2), kernel(&d, 3));
-        let stages = (0..STAGES).map(|_| d.alloc(S1, 4096).unwrap()).collect();
-        let sum = d.alloc(S0, 4096).unwrap();
-        let p = Self {
-            d,
-            fill,
-            acc,
-            stages,
-            sum,
-        };
-        p.round();
-        p
-    }
+/// The H200 comparison's two-stream pipeline (`pipeline::Pipeline`: per
+/// stage a fill on stream 1 whose info words name the stage, then an
+/// accumulation on stream 0 with the wait the core places), 64 stages of
+/// 4 KiB, after one warm round.
+fn pipeline() -> pipeline::Pipeline {
+    let p = pipeline::Pipeline::new(STAGES, 4096);
+    round(&p);
+    p
+}
 
-    fn round(&self) {
-        let dims = LaunchDims::linear(4, 256);
-        for (k, b) in self.stages.iter().enumerate() {
-            let info = [1024, k as u64 + 1];
-            let r = self.d.launch(S1, self.fill, dims, &[b.write()], &info);
-            assert_eq!(r.unwrap(), Launched::Queued);
-            let args = [b.read(), self.sum.read_write()];
-            let r = self.d.launch(S0, self.acc, dims, &args, &[1024]);
-            assert_eq!(r.unwrap(), Launched::Queued);
-        }
-        self.d.sync_all().unwrap();
-    }
+/// One round: every stage, then `sync_all`.
+fn round(p: &pipeline::Pipeline) {
+    p.run();
+    p.d.sync_all().unwrap();
 }
 
 /// The bare pool `Device::alloc` wraps, with the device's default layout.
@@ -206,8 +182,8 @@ fn cross_stream_handoff(b: Bencher<'_, '_>) {
 /// One pipeline round (64 stages and the round's `sync_all`).
 #[divan::bench]
 fn pipeline_round_64_stages(b: Bencher<'_, '_>) {
-    let p = Pipeline::new();
-    b.bench_local(|| p.round());
+    let p = pipeline();
+    b.bench_local(|| round(&p));
 }
 
 /// `Device::alloc` of 1 MiB, then dropping the handle (freed at the next call).
@@ -341,8 +317,8 @@ fn profile(name: &str, iters: u64) {
         }
         // ITERS counts stages here (rounds of STAGES).
         "pipeline_round_64_stages" => {
-            let p = Pipeline::new();
-            (0..iters / STAGES as u64).for_each(|_| p.round());
+            let p = pipeline();
+            (0..iters / STAGES as u64).for_each(|_| round(&p));
         }
         other => panic!("no profile named {other}"),
     }

@@ -380,7 +380,7 @@ impl<H: Copy> BufferTable<H> {
     /// every stream's last use of it is at or before that stream's entry
     /// in `completed` (never used counts as 0). Returns its owner, its
     /// pool handle and its size; `None` (and nothing removed) otherwise.
-    #[inline]
+    #[inline(always)]
     pub fn remove_if_idle(
         &mut self,
         id: BufferId,

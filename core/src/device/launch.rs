@@ -46,6 +46,21 @@ where
     },
 }
 
+/// How a launch submitted under the lock got there.
+#[derive(Copy, Clone)]
+struct LockedLaunch {
+    /// The stream is recording a capture.
+    recording: bool,
+    /// Booked in the argument pass (cursor taken, uses marked).
+    booked: bool,
+    /// No failure claims anything.
+    clean: bool,
+    /// An info slice no cache entry owns, freed after the launch.
+    uncached_info: Option<crate::memory::SliceHandle>,
+    /// Its bytes.
+    info_bytes: u64,
+}
+
 impl<P: Platform> Inner<P> {
     /// Adds a kernel the platform loaded (outside the lock).
     pub(crate) fn add_kernel(
@@ -96,6 +111,9 @@ impl<P: Platform> Inner<P> {
     /// as [`Submitted::Tail`], to be made without the device lock; a failure
     /// there goes to [`Inner::tail_failed`]. Otherwise the launch is
     /// submitted here, under the lock.
+    // Inlined into its one caller, `Device::launch`: the result then never
+    // goes through memory.
+    #[inline]
     pub(crate) fn launch<'a, L: RawLock>(
         &mut self,
         env: &'a Env<P, L>,
@@ -142,9 +160,23 @@ impl<P: Platform> Inner<P> {
                 // one with no memory) leaves the info cache untouched: the
                 // argument pass below returns its error.
                 None if self.args_placed(args) => {
-                    let (range, uncached) = self.info_for_launch(env, sid, info)?;
-                    info_range = Some(range);
-                    uncached_info = uncached;
+                    // A plain cache hit uploads nothing and cannot fail:
+                    // served here; a miss takes the general path.
+                    match self
+                        .streams
+                        .get_mut(sid)
+                        .and_then(|st| st.info_lookup(info))
+                    {
+                        Some(range) => {
+                            self.stats.info_hits += 1;
+                            info_range = Some(range);
+                        }
+                        None => {
+                            let (range, uncached) = self.info_for_launch(env, sid, info)?;
+                            info_range = Some(range);
+                            uncached_info = uncached;
+                        }
+                    }
                 }
                 None => {}
             }
@@ -204,7 +236,9 @@ impl<P: Platform> Inner<P> {
                 for (s, &c) in slot.last_use().iter().enumerate() {
                     // At most MAX_STREAMS: fits a StreamId.
                     let s = StreamId(s as u16);
-                    if c > 0 && self.sync.needs_wait(sid, s, c).unwrap_or(true) {
+                    // (Its own uses never need a wait: `sid` is a stream
+                    // the sync table knows, its state exists.)
+                    if c > 0 && s != sid && self.sync.needs_wait(sid, s, c).unwrap_or(true) {
                         self.scratch_marks.push(WriteMark {
                             stream: s,
                             cursor: c,
@@ -227,10 +261,7 @@ impl<P: Platform> Inner<P> {
             return Err(Error::StaleBuffer(id));
         }
         if !clean {
-            let op = Operation::Launch(self.kernel(kernel)?.name.clone());
-            if let Decision::Skipped(f) = self.taint.begin(&op, &self.scratch_ops) {
-                self.stats.skipped += 1;
-                self.doom(sid, DoomReason::from(f));
+            if let Some(f) = self.claimed_input(sid, kernel)? {
                 return Ok(Submitted::Done(Launched::Skipped(f)));
             }
         }
@@ -260,12 +291,7 @@ impl<P: Platform> Inner<P> {
             let mut lane = env.lane(sid)?;
             if let Err(e) = self.wait_for_marks_on(env, sid, &mut lane) {
                 drop(lane);
-                self.doom_platform(sid, "wait", &e);
-                // The info slice no cache entry owns goes back like after a launch.
-                if let Some(h) = uncached_info {
-                    self.defer(env, sid, Deferred::Device(h), info_bytes);
-                }
-                return Err(e);
+                return Err(self.wait_failed(env, sid, e, uncached_info, info_bytes));
             }
             held = Some(lane);
         }
@@ -285,6 +311,36 @@ impl<P: Platform> Inner<P> {
             return Ok(Submitted::Tail { lane });
         }
         drop(held);
+        let how = LockedLaunch {
+            recording,
+            booked,
+            clean,
+            uncached_info,
+            info_bytes,
+        };
+        self.launch_locked(env, sid, kernel, dims, args, how)
+    }
+
+    /// The rest of a launch not left to the caller (a capture recording, a
+    /// claim somewhere, info words just uploaded): submitted under the lock.
+    /// Out of line: the common path stays short.
+    #[inline(never)]
+    fn launch_locked<'a, L: RawLock>(
+        &mut self,
+        env: &'a Env<P, L>,
+        sid: StreamId,
+        kernel: KernelId,
+        dims: LaunchDims,
+        args: &[Arg<'_>],
+        how: LockedLaunch,
+    ) -> Res<Submitted<'a, P, L>, P> {
+        let LockedLaunch {
+            recording,
+            booked,
+            clean,
+            uncached_info,
+            info_bytes,
+        } = how;
         if clean {
             // A refusal below claims the outputs: name them.
             self.operands(args)?;
@@ -323,6 +379,41 @@ impl<P: Platform> Inner<P> {
                 Err(self.work_failed(sid, "launch", op, e))
             }
         }
+    }
+
+    /// The taint scope of a launch over `scratch_ops` while claims exist:
+    /// the failure claiming an input (the launch is skipped, its stream's
+    /// window doomed), or `None`. Out of line: claims are rare.
+    #[cold]
+    #[inline(never)]
+    fn claimed_input(&mut self, sid: StreamId, kernel: KernelId) -> Res<Option<FailureId>, P> {
+        let op = Operation::Launch(self.kernel(kernel)?.name.clone());
+        if let Decision::Skipped(f) = self.taint.begin(&op, &self.scratch_ops) {
+            self.stats.skipped += 1;
+            self.doom(sid, DoomReason::from(f));
+            return Ok(Some(f));
+        }
+        Ok(None)
+    }
+
+    /// A launch's wait could not be placed: its stream's window is doomed
+    /// and the info slice no cache entry owns goes back as after a launch.
+    /// Returns the error. Out of line: the common path stays short.
+    #[cold]
+    #[inline(never)]
+    fn wait_failed<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        e: Error<P::Error>,
+        uncached_info: Option<crate::memory::SliceHandle>,
+        info_bytes: u64,
+    ) -> Error<P::Error> {
+        self.doom_platform(sid, "wait", &e);
+        if let Some(h) = uncached_info {
+            self.defer(env, sid, Deferred::Device(h), info_bytes);
+        }
+        e
     }
 
     /// Whether every argument names a live, placed buffer of this device.

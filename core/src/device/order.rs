@@ -29,6 +29,7 @@ impl<P: Platform> Inner<P> {
     /// submission). Producers' lanes are locked one at a time while it is
     /// held: the caller holds the device lock, and a thread holding a lane
     /// without it only makes one submission, so no cycle can form.
+    #[inline(always)]
     pub(crate) fn wait_for_marks_on<L: RawLock>(
         &mut self,
         env: &Env<P, L>,
@@ -70,6 +71,7 @@ impl<P: Platform> Inner<P> {
     /// Makes `consumer` (its lane `lane`, held) wait for everything
     /// `producer` submitted so far: one event recorded on `producer` and
     /// waited on, and the sync table told.
+    #[inline]
     fn wait_one<L: RawLock>(
         &mut self,
         env: &Env<P, L>,

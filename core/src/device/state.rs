@@ -163,6 +163,13 @@ impl<P: Platform> StreamState<P> {
         if let Some(range) = self.info_memo.hit(words) {
             return Some(range);
         }
+        self.info_lookup(words)
+    }
+
+    /// [`info_get`](Self::info_get) for words the memo does not hold (the
+    /// caller looked): the cache's own lookup, remembered on a hit.
+    #[inline]
+    pub(crate) fn info_lookup(&mut self, words: &[u64]) -> Option<DeviceRange> {
         let range = self.info.get(words).map(|&(_, r)| r);
         match range {
             Some(range) if self.info.mode() == CacheMode::Normal => {

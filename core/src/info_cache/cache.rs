@@ -138,7 +138,7 @@ impl<V> InfoCache<V> {
         self.table
             .find(hash, |&i| {
                 let n = slab.node(i);
-                n.hash == hash && *n.key == *words
+                n.hash == hash && same_words(&n.key, words)
             })
             .copied()
     }
@@ -388,4 +388,18 @@ impl<V> InfoCache<V> {
         }
         out
     }
+}
+
+/// Whether two keys hold the same words: compared in line, word by word
+/// (keys are a few words; a call to `memcmp` costs more than the loop).
+#[inline]
+fn same_words(a: &[u64], b: &[u64]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut same = true;
+    for (x, y) in a.iter().zip(b) {
+        same &= x == y;
+    }
+    same
 }

@@ -201,12 +201,33 @@ impl<V> Slab<V> {
         self.linked_bytes -= bytes;
     }
 
-    /// Moves a linked entry to the head.
+    /// Moves a linked entry to the head: spliced out of its place and in
+    /// at the head in one step (the list's length and bytes are unchanged).
     #[inline]
     pub(crate) fn touch(&mut self, idx: u32) {
-        if self.head != idx && self.node(idx).linked {
+        let head = self.head;
+        let node = self.node(idx);
+        if head == idx || !node.linked {
+            return;
+        }
+        let (prev, next) = (node.prev, node.next);
+        if prev == NIL || head == NIL {
+            // Not reached (a linked entry other than the head has one
+            // before it): the general path keeps the list whole anyway.
             self.unlink(idx);
             self.link_front(idx);
+            return;
         }
+        self.node_mut(prev).next = next;
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.node_mut(next).prev = prev;
+        }
+        let node = self.node_mut(idx);
+        node.prev = NIL;
+        node.next = head;
+        self.node_mut(head).prev = idx;
+        self.head = idx;
     }
 }

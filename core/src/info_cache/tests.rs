@@ -60,6 +60,36 @@ fn least_recently_used_is_evicted_first_and_get_refreshes() {
     assert_eq!(c.len(), 3);
 }
 
+/// A hit moves its entry to the head in one splice: from the head (no
+/// change), the middle and the tail. Both directions of the list stay
+/// whole: the order read from the head, and evictions (taken from the
+/// tail backwards) in exactly the reverse order.
+#[test]
+fn a_hit_splices_its_entry_to_the_head_from_anywhere() {
+    let mut c = cache(4, 1024);
+    let mut ev = Vec::new();
+    for k in 1..=4 {
+        put(&mut c, &[k], k as u32, &mut ev);
+    }
+    let keys = |c: &InfoCache<u32>| c.lru_keys().concat();
+    assert_eq!(keys(&c), [4, 3, 2, 1]);
+    assert_eq!(c.get(&[4]), Some(&4), "the head");
+    assert_eq!(keys(&c), [4, 3, 2, 1]);
+    assert_eq!(c.get(&[2]), Some(&2), "the middle");
+    assert_eq!(keys(&c), [2, 4, 3, 1]);
+    assert_eq!(c.get(&[1]), Some(&1), "the tail");
+    assert_eq!(keys(&c), [1, 2, 4, 3]);
+    assert_eq!(c.get(&[3]), Some(&3), "the new tail");
+    assert_eq!(keys(&c), [3, 1, 2, 4]);
+    assert_eq!(
+        (c.lru_len(), c.lru_bytes()),
+        (4, 32),
+        "a hit moves, never adds"
+    );
+    c.set_policy(CachePolicy::new(0, 1024), |v| ev.push(v));
+    assert_eq!(ev, [4, 2, 1, 3], "evicted from the tail back to the head");
+}
+
 #[test]
 fn byte_bound_evicts_as_many_as_needed() {
     let mut c = cache(100, 64);

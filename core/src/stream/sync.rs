@@ -226,6 +226,7 @@ impl SyncTable {
     /// merge; conservative: it merges what `producer` has synced now, which
     /// is only sound when `at` is `producer`'s current cursor — the only way
     /// the device uses it).
+    #[inline]
     pub fn synced(
         &mut self,
         consumer: StreamId,
@@ -242,25 +243,32 @@ impl SyncTable {
         *ab = (*ab).max(at);
         // With two streams there is no third one to learn about.
         if merge_history && n > 2 {
-            // Rows `a` (the consumer's, written) and `b` (read), split
-            // apart so the merge is one pass of maxima over two slices.
-            let (row_a, row_b) = if a < b {
-                let (lo, hi) = self.synced.split_at_mut(b * n);
-                (&mut lo[a * n..a * n + n], &hi[..n])
-            } else {
-                let (lo, hi) = self.synced.split_at_mut(a * n);
-                (&mut hi[..n], &lo[b * n..b * n + n])
-            };
-            let keep = (row_a[a], row_a[b]);
-            for (own, &via) in row_a.iter_mut().zip(row_b) {
-                *own = (*own).max(via);
-            }
-            // Nothing is learnt about the consumer itself, and its entry for
-            // the producer was set from `at` above.
-            row_a[a] = keep.0;
-            row_a[b] = keep.1;
+            self.merge_history(a, b);
         }
         Ok(())
+    }
+
+    /// Row `a` (the consumer's) learns what row `b` (the producer's) has
+    /// synced, but for the entries of `a` and `b` themselves.
+    fn merge_history(&mut self, a: usize, b: usize) {
+        let n = self.n;
+        // Rows `a` (the consumer's, written) and `b` (read), split apart so
+        // the merge is one pass of maxima over two slices.
+        let (row_a, row_b) = if a < b {
+            let (lo, hi) = self.synced.split_at_mut(b * n);
+            (&mut lo[a * n..a * n + n], &hi[..n])
+        } else {
+            let (lo, hi) = self.synced.split_at_mut(a * n);
+            (&mut hi[..n], &lo[b * n..b * n + n])
+        };
+        let keep = (row_a[a], row_a[b]);
+        for (own, &via) in row_a.iter_mut().zip(row_b) {
+            *own = (*own).max(via);
+        }
+        // Nothing is learnt about the consumer itself, and its entry for
+        // the producer was set from `at` by the caller.
+        row_a[a] = keep.0;
+        row_a[b] = keep.1;
     }
 
     /// Reports that every submission of `s` up to `at` has completed on the
