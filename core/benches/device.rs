@@ -11,6 +11,14 @@
 //! `ITERS` times (default 100 000) in a plain loop, for a profiler:
 //! `PROFILE=launch_3_buffers_info_hit valgrind --tool=callgrind target/release/deps/device-*`
 //!
+//! With `COLD=1` it instead times a pipeline stage's launches with warm
+//! caches and with the caches evicted before every launch (an 8 MiB walk,
+//! as a driver's own work between two calls evicts the core's lines),
+//! side by side. `PROFILE=pipeline_round_64_stages_cold` is the cold loop
+//! for cachegrind:
+//! `EVICT_KIB=1024 PROFILE=pipeline_round_64_stages_cold ITERS=N valgrind --tool=cachegrind --cache-sim=yes target/release/deps/device-*`
+//! (`EVICT_KIB` sets the walk's size: 8 MiB by default).
+//!
 //! With `RATIO=1` it instead times `Device::alloc` + drop (default lock and
 //! spin lock) against `MemoryManager` reserve + free side by side, rounds
 //! interleaved, and prints the medians and the ratios at 1 MiB and 4 KiB.
@@ -39,6 +47,10 @@ fn main() {
     }
     if std::env::var_os("RATIO").is_some() {
         alloc_ratios();
+        return;
+    }
+    if std::env::var_os("COLD").is_some() {
+        cold_ratio();
         return;
     }
     divan::main();
@@ -138,6 +150,75 @@ fn pipeline() -> pipeline::Pipeline {
 fn round(p: &pipeline::Pipeline) {
     p.run();
     p.d.sync_all().unwrap();
+}
+
+/// Bytes the cold variant walks between two launches: more than this
+/// machine's and the H200 host's L2 (2 MiB a core), as a driver's own work
+/// between two calls (~4 µs of its code and data) evicts the core's lines.
+/// `EVICT_KIB` overrides it (cachegrind counts L1 misses the same with any
+/// walk well past L1, and runs a smaller one much faster).
+fn evict_bytes() -> usize {
+    std::env::var("EVICT_KIB")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .map_or(8 << 20, |k| k << 10)
+}
+
+/// Touches every 64-byte line of `buf` once (a read and a write), so what
+/// the core touched before is out of L1 and L2 when it runs next.
+#[inline(never)]
+fn evict_caches(buf: &mut [u8]) {
+    for i in (0..buf.len()).step_by(64) {
+        buf[i] = black_box(buf[i].wrapping_add(1));
+    }
+}
+
+/// One round with the caches evicted before every launch, then `sync_all`.
+fn round_cold(p: &pipeline::Pipeline, buf: &mut [u8]) {
+    p.run_with(|| evict_caches(buf));
+    p.d.sync_all().unwrap();
+}
+
+/// Nanoseconds per stage of one round's launches alone, the caches evicted
+/// (`cold`) or not before each: each launch is timed from the end of what
+/// ran before it (the eviction, or nothing) to the start of what runs
+/// after it, so the eviction itself never counts.
+fn stage_ns(p: &pipeline::Pipeline, buf: &mut [u8], cold: bool) -> f64 {
+    let mut total = std::time::Duration::ZERO;
+    let mut since: Option<std::time::Instant> = None;
+    p.run_with(|| {
+        if let Some(t) = since.take() {
+            total += t.elapsed();
+        }
+        if cold {
+            evict_caches(buf);
+        }
+        since = Some(std::time::Instant::now());
+    });
+    if let Some(t) = since {
+        total += t.elapsed();
+    }
+    p.d.sync_all().unwrap();
+    total.as_nanos() as f64 / STAGES as f64
+}
+
+/// The pipeline's launches per stage with warm caches and with the caches
+/// evicted before every launch, rounds interleaved; medians and the ratio.
+fn cold_ratio() {
+    const ROUNDS: usize = 31;
+    let p = pipeline();
+    let mut buf = vec![0u8; evict_bytes()];
+    let (mut hot, mut cold) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        hot.push(stage_ns(&p, &mut buf, false));
+        cold.push(stage_ns(&p, &mut buf, true));
+    }
+    let (h, c) = (median(&mut hot), median(&mut cold));
+    println!(
+        "pipeline stage (2 launches + hand-off), {ROUNDS} rounds of {STAGES} stages, median ns/stage: \
+         warm {h:.0}  caches evicted before each launch {c:.0} ({:.2}x)",
+        c / h
+    );
 }
 
 /// The bare pool `Device::alloc` wraps, with the device's default layout.
@@ -319,6 +400,14 @@ fn profile(name: &str, iters: u64) {
         "pipeline_round_64_stages" => {
             let p = pipeline();
             (0..iters / STAGES as u64).for_each(|_| round(&p));
+        }
+        // The same with the caches evicted before every launch; for
+        // cachegrind's miss counts (the eviction's own misses are in
+        // `evict_caches`: leave them out).
+        "pipeline_round_64_stages_cold" => {
+            let p = pipeline();
+            let mut buf = vec![0u8; evict_bytes()];
+            (0..iters / STAGES as u64).for_each(|_| round_cold(&p, &mut buf));
         }
         other => panic!("no profile named {other}"),
     }

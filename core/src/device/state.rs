@@ -54,18 +54,22 @@ pub(crate) struct WindowUse {
 
 /// Everything that moves with one stream, except its driver queue (which
 /// lives in the stream's [`Lane`], outside the device lock).
+///
+/// In declaration order (`repr(C)`): what a launch reads (the capture
+/// phase, the last-hit memo, the info cache) first and together.
+#[repr(C)]
 pub(crate) struct StreamState<P: Platform> {
-    pub(crate) memory: MemoryManager<P::Storage>,
-    pub(crate) drops: DropQueue<Deferred, Fence<P::Event>>,
     pub(crate) capture: CaptureState,
-    /// The info cache; changed only through [`StreamState::info_mut`] (which
-    /// forgets the memo) or looked up through [`StreamState::info_get`].
-    info: InfoCache<(SliceHandle, DeviceRange)>,
     /// The last cache hit in normal mode, while nothing else touched the
     /// cache since: the same words again are served without hashing. The
     /// entry is then already the most recently used, so skipping the
     /// cache's own lookup changes nothing in its LRU order.
     info_memo: InfoMemo,
+    /// The info cache; changed only through [`StreamState::info_mut`] (which
+    /// forgets the memo) or looked up through [`StreamState::info_get`].
+    info: InfoCache<(SliceHandle, DeviceRange)>,
+    pub(crate) memory: MemoryManager<P::Storage>,
+    pub(crate) drops: DropQueue<Deferred, Fence<P::Event>>,
     /// A fence recorded only to learn progress (for cross-stream pins).
     pub(crate) progress: Option<Fence<P::Event>>,
     /// While recording a capture: an event recorded just before it began.
@@ -84,12 +88,14 @@ const MEMO_WORDS: usize = 16;
 
 /// The last info-cache hit of a stream, kept in place (rewritten, never
 /// rebuilt: a stream whose words change every launch pays a short copy).
+/// In declaration order (`repr(C)`): a few words' memo is one cache line.
+#[repr(C)]
 pub(crate) struct InfoMemo {
     /// Whether `words` and `range` name a cached entry.
     valid: bool,
     len: u8,
-    words: [u64; MEMO_WORDS],
     range: DeviceRange,
+    words: [u64; MEMO_WORDS],
 }
 
 impl InfoMemo {
@@ -289,41 +295,49 @@ impl<P: Platform, L: RawLock> Env<P, L> {
 }
 
 /// The device's state behind its lock.
+///
+/// Laid out in declaration order (`repr(C)`), what the warm paths (launch,
+/// alloc, free) read first and together: between two device calls a
+/// driver runs its own code and data and evicts the device's lines, so
+/// each line those paths touch is a cache miss. The state follows the
+/// lock word in memory.
+#[repr(C)]
 pub(crate) struct Inner<P: Platform> {
+    pub(crate) releases: &'static ReleaseQueue,
     pub(crate) id: u64,
-    pub(crate) config: DeviceConfig,
-    pub(crate) layout: MemoryLayout,
-    pub(crate) flush: crate::drop_queue::FlushPolicy,
-    pub(crate) streams: StreamPool<StreamState<P>>,
-    pub(crate) sync: SyncTable,
-    pub(crate) plan: WaitPlan,
-    pub(crate) buffers: BufferTable<SliceHandle>,
-    pub(crate) taint: ErrorGraph<alloc::string::String>,
-    pub(crate) host: MemoryManager<P::HostStorage>,
-    pub(crate) kernels: Vec<LoadedKernel<P>>,
-    pub(crate) graphs: crate::hash::FxHashMap<GraphId, GraphState<P>>,
-    pub(crate) next_graph: u64,
     /// Streams recording a capture now. While any is, no event is queried or
     /// synchronized (drivers' global capture mode forbids it).
     pub(crate) recording: u32,
+    pub(crate) streams: StreamPool<StreamState<P>>,
+    pub(crate) kernels: Vec<LoadedKernel<P>>,
+    pub(crate) taint: ErrorGraph<alloc::string::String>,
+    pub(crate) sync: SyncTable,
+    pub(crate) buffers: BufferTable<SliceHandle>,
+    // Scratch space reused by every operation (no allocation when warm).
+    pub(crate) scratch_bindings: Vec<Binding>,
+    pub(crate) scratch_marks: Vec<WriteMark>,
+    pub(crate) scratch_ops: Vec<Operand>,
+    pub(crate) stats: DeviceStats,
+    // The rest: rarer paths.
+    pub(crate) plan: WaitPlan,
     /// Frees waiting for other streams' uses, pinned (by key) on each
     /// consumer until its use completes.
     pub(crate) pins: CrossPins<Key>,
     pub(crate) pending: Arena<PendingFree>,
-    pub(crate) releases: &'static ReleaseQueue,
-    pub(crate) stats: DeviceStats,
+    pub(crate) graphs: crate::hash::FxHashMap<GraphId, GraphState<P>>,
+    pub(crate) next_graph: u64,
     /// The first error of a deferred release (a dropped handle's free, a
     /// dropped graph's destroy, a due flush) not yet taken by the user.
     pub(crate) release_error: Option<Error<P::Error>>,
-    // Scratch space reused by every operation (no allocation when warm).
-    pub(crate) scratch_ops: Vec<Operand>,
-    pub(crate) scratch_marks: Vec<WriteMark>,
-    pub(crate) scratch_bindings: Vec<Binding>,
     pub(crate) scratch_deferred: Vec<Deferred>,
     pub(crate) scratch_ids: Vec<BufferId>,
     pub(crate) scratch_graphs: Vec<GraphId>,
     pub(crate) scratch_pins: Vec<Key>,
     pub(crate) scratch_bytes: Vec<u8>,
+    pub(crate) host: MemoryManager<P::HostStorage>,
+    pub(crate) config: DeviceConfig,
+    pub(crate) layout: MemoryLayout,
+    pub(crate) flush: crate::drop_queue::FlushPolicy,
 }
 
 /// Shorthand for results of device operations.

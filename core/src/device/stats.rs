@@ -4,24 +4,25 @@
 /// Counts of what the device did: for tests, reports and benches.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeviceStats {
+    // The counters a launch bumps come first, on one cache line.
     /// Kernels queued or recorded.
     pub launches: u64,
-    /// Launches and replays skipped over claimed inputs.
-    pub skipped: u64,
-    /// Failures recorded (failed launches, copies, reservations).
-    pub failures: u64,
+    /// Info-cache hits.
+    pub info_hits: u64,
     /// Cross-stream event waits inserted.
     pub waits: u64,
     /// Events recorded (fences, waits, syncs).
     pub events_recorded: u64,
+    /// Launches and replays skipped over claimed inputs.
+    pub skipped: u64,
+    /// Failures recorded (failed launches, copies, reservations).
+    pub failures: u64,
     /// Host synchronizations.
     pub host_syncs: u64,
     /// Uploads queued.
     pub uploads: u64,
     /// Downloads done.
     pub downloads: u64,
-    /// Info-cache hits.
-    pub info_hits: u64,
     /// Info-cache misses (uploads of info words).
     pub info_misses: u64,
     /// Graphs sealed.

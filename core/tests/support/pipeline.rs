@@ -55,14 +55,23 @@ impl Pipeline {
 
     /// Every stage once (no sync).
     pub fn run(&self) {
+        self.run_with(|| {});
+    }
+
+    /// Every stage once (no sync), `between` called before each launch
+    /// (the bench's cold variant evicts the caches there, as a driver's
+    /// own work between two calls does).
+    pub fn run_with(&self, mut between: impl FnMut()) {
         let dims = LaunchDims::linear(self.elements.div_ceil(256).max(1) as u32, 256);
         for (k, b) in self.stages.iter().enumerate() {
             let info = [self.elements, k as u64 + 1];
+            between();
             let r = self
                 .d
                 .launch(PRODUCER, self.fill, dims, &[b.write()], &info);
             assert_eq!(r.unwrap(), Launched::Queued);
             let args = [b.read(), self.sum.read_write()];
+            between();
             let r = self
                 .d
                 .launch(CONSUMER, self.acc, dims, &args, &[self.elements]);
