@@ -32,23 +32,19 @@ impl<S: Storage> MemoryManager<S> {
     /// The size of a new page of an exclusive, persistent or dedicated pool
     /// for a request of `rounded` bytes: its size class
     /// ([`MemoryPolicy::page_rounding_shift`](super::MemoryPolicy)) when
-    /// pages come from `alloc`, so nearby sizes share idle pages; the
-    /// exact size (the alignment only) when pages are carved from
-    /// reservations, where a page's space goes back to its reservation
-    /// when it is freed and serves any size, so a class would buy no reuse
-    /// and only pad.
+    /// pages come from `alloc`, so nearby sizes share idle pages; when
+    /// pages are carved from reservations, where a page's space goes back
+    /// to its reservation when it is freed and serves any size (a class
+    /// would buy no reuse and only pad), the exact size, large pages in
+    /// whole granules (`Segment::page_size`).
     pub(super) fn page_class(&self, rounded: u64) -> Option<u64> {
-        round_class(rounded, self.class_shift(), self.align)
-    }
-
-    /// The rounding shift of [`page_class`](Self::page_class): 64 (exact)
-    /// for carved pages, the policy's for pages of their own.
-    #[inline]
-    pub(super) fn class_shift(&self) -> u32 {
-        if self.segment.is_some() {
-            64
-        } else {
-            self.layout.policy().page_rounding_shift
+        match &self.segment {
+            Some(seg) => seg.page_size(rounded, self.align),
+            None => round_class(
+                rounded,
+                self.layout.policy().page_rounding_shift,
+                self.align,
+            ),
         }
     }
 

@@ -8,7 +8,7 @@ use super::manager::MAX_REQUEST;
 use super::manager::MemoryManager;
 use super::pool::Engine;
 use super::progress::{NoWait, Progress};
-use super::rounding::{round_class, round_up, shr};
+use super::rounding::{round_up, shr};
 use super::slots::{self, OWNER, Slot, WINDOW};
 use super::tlsf::NIL;
 use crate::platform::{DeviceRange, Storage};
@@ -146,8 +146,11 @@ impl<S: Storage> MemoryManager<S> {
     /// Carves from what the pool holds: (page, block, offset).
     fn take(&mut self, pool: usize, rounded: u64) -> Option<(u32, u32, u64)> {
         let slack_shift = self.layout.policy().fit_slack_shift;
-        let class_shift = self.class_shift();
-        let align = self.align;
+        // The class only matters to pools of whole pages.
+        let class = match self.pools[pool].engine {
+            Engine::Pages(_) => self.page_class(rounded),
+            Engine::Sliced(_) => None,
+        };
         let recent = if self.pools[pool].recent == NIL {
             NIL
         } else {
@@ -162,7 +165,7 @@ impl<S: Storage> MemoryManager<S> {
             }
             Engine::Pages(index) => {
                 let slack = shr(rounded, slack_shift);
-                let class = round_class(rounded, class_shift, align)?;
+                let class = class?;
                 let (_, page) = index.find(class, class.max(rounded.saturating_add(slack)))?;
                 index.remove(page);
                 (page, NIL, 0)

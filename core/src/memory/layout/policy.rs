@@ -44,9 +44,10 @@ pub struct MemoryPolicy {
     /// pages under 1 %: at 5 (1/32) it was the largest part of the bytes
     /// held over the live peak on workloads of steady shapes (BENCHMARKS.md
     /// section 3). Pages carved from reservations (a storage with resizable
-    /// pages) always take their exact size: a carved page's space goes back
-    /// to its reservation when it is freed and serves any size there, so a
-    /// class would only pad.
+    /// pages) always take their exact size (large pages, from
+    /// `large_page_granules`, whole granules): a carved page's space goes
+    /// back to its reservation when it is freed and serves any size there,
+    /// so a class would only pad.
     pub page_rounding_shift: u32,
     /// Serve every request from the persistent pool, whatever the mode the
     /// caller sets (as a pinned-host staging pool does).

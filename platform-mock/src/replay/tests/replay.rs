@@ -369,13 +369,17 @@ fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
 /// 206 + 160; 1.1877, 92 + 37; 1.1759, 177 + 97; 1.0070, 142 + 8;
 /// 1.0016, 270 + 0; 1.1391, 363 + 200, 30.3 ms; 1.0560, 43 + 4; 1.3676,
 /// 120 + 40; 1.0113, 473 + 429, 198.4 ms.
+///
+/// Moved again when large carved pages took whole granules (exact sizes
+/// had let two of them share one, stranding the chunk of the page before):
+/// growing cache 253 + 197, 21.7 ms before.
 #[test]
 fn the_driver_model_holds_its_figures_on_unseen_workloads() {
     // (workload, ratio x 1e4 books, malloc, vmm; vmm commits, decommits,
     // driver ms x 10)
     let expected: [(&str, u64, u64, u64, u64, u64, u64); 10] = [
         ("syn_three_phases", 10078, 10933, 10005, 247, 0, 87),
-        ("syn_growing_cache", 10022, 10048, 10005, 253, 197, 217),
+        ("syn_growing_cache", 10022, 10048, 10005, 228, 181, 207),
         ("syn_random_lifetimes", 10078, 10889, 11261, 105, 51, 53),
         ("syn_three_streams", 10779, 11149, 11691, 153, 85, 88),
         ("syn_huge_transients", 10078, 11334, 10057, 143, 9, 60),
