@@ -1,5 +1,5 @@
 //! The metadata info cache: per-launch info buffers (shapes, strides,
-//! scalars, as `u64` words) keyed by their exact words, LRU-bounded, and
+//! scalars, as `u64` words) keyed by their exact words, bounded (LRU by second chance), and
 //! pinned by every captured graph that recorded them.
 //!
 //! A launch needs its info words in device memory. Uploading them for every
@@ -33,7 +33,7 @@
 //! # Modes and pins
 //!
 //! - [`CacheMode::Normal`]: the LRU list is kept under the [`CachePolicy`]
-//!   (entries and bytes); the least recently used entries are evicted and
+//!   (entries and bytes); entries are evicted in second-chance order and
 //!   their values handed to the caller's `on_evict` callback, so the device
 //!   can free their slices.
 //! - [`CacheMode::Capture`] (from prepare to the end of a capture): every

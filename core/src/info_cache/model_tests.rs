@@ -56,7 +56,7 @@ struct Entry {
 #[derive(Debug, Default)]
 struct Model {
     entries: Vec<Entry>,
-    /// Keys in the LRU list, least recently used first.
+    /// Keys in the LRU list, the next evicted (but for second chances) first.
     lru: Vec<Vec<u64>>,
     window: Vec<Vec<u64>>,
     graphs: Vec<(u64, Vec<Vec<u64>>)>,

@@ -117,7 +117,7 @@ impl<V> Slab<V> {
         self.linked_bytes
     }
 
-    /// The least recently used entry of the list.
+    /// The list's tail: the next evicted, unless it gets a second chance.
     pub(crate) fn tail(&self) -> Option<u32> {
         (self.tail != NIL).then_some(self.tail)
     }
