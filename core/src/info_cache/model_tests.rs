@@ -23,10 +23,9 @@ enum Op {
     SetPolicy(usize, u64),
 }
 
-/// Keys 0..10 of 1 to 5 words, so byte bounds matter and both kinds of
-/// key storage (in the node up to 3 words, a buffer beyond) are used.
+/// Keys 0..10 of 1 to 3 words, so byte bounds matter.
 fn words(k: u64) -> Vec<u64> {
-    vec![k; 1 + (k % 5) as usize]
+    vec![k; 1 + (k % 3) as usize]
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -49,14 +48,12 @@ struct Entry {
     value: u32,
     pins: u32,
     in_window: bool,
-    /// Hit since it entered the LRU list or got its last second chance.
-    referenced: bool,
 }
 
 #[derive(Debug, Default)]
 struct Model {
     entries: Vec<Entry>,
-    /// Keys in the LRU list, the next evicted (but for second chances) first.
+    /// Keys in the LRU list, least recently used first.
     lru: Vec<Vec<u64>>,
     window: Vec<Vec<u64>>,
     graphs: Vec<(u64, Vec<Vec<u64>>)>,
@@ -78,22 +75,10 @@ impl Model {
         self.lru.iter().map(|k| bytes_of(k)).sum()
     }
 
-    /// Second chance: the oldest key hit since it entered the list (or
-    /// since its last chance) loses its mark and becomes the newest; the
-    /// oldest unmarked key is evicted.
     fn evict_oldest(&mut self, evicted: &mut Vec<u32>) {
-        loop {
-            let key = self.lru.remove(0);
-            let e = self.entry(&key).unwrap();
-            if e.referenced {
-                e.referenced = false;
-                self.lru.push(key);
-                continue;
-            }
-            let pos = self.entries.iter().position(|e| e.key == key).unwrap();
-            evicted.push(self.entries.remove(pos).value);
-            return;
-        }
+        let key = self.lru.remove(0);
+        let pos = self.entries.iter().position(|e| e.key == key).unwrap();
+        evicted.push(self.entries.remove(pos).value);
     }
 
     fn trim(&mut self, evicted: &mut Vec<u32>) {
@@ -111,7 +96,6 @@ impl Model {
         let e = self.entry(key).unwrap();
         if !e.in_window {
             e.in_window = true;
-            e.referenced = false;
             self.lru.retain(|k| k != key);
             self.window.push(key.to_vec());
         }
@@ -121,9 +105,9 @@ impl Model {
         let value = self.entry(key)?.value;
         if self.capture {
             self.record(key);
-        } else if self.lru.iter().any(|k| k == key) {
-            // A hit marks the entry; the order stays.
-            self.entry(key).unwrap().referenced = true;
+        } else if let Some(pos) = self.lru.iter().position(|k| k == key) {
+            let k = self.lru.remove(pos);
+            self.lru.push(k);
         }
         Some(value)
     }
@@ -154,7 +138,6 @@ impl Model {
             value,
             pins: 0,
             in_window: false,
-            referenced: false,
         });
         if self.capture {
             self.record(key);
