@@ -51,9 +51,8 @@ where
 struct LockedLaunch {
     /// The stream is recording a capture.
     recording: bool,
-    /// Booked in the argument pass (cursor taken, uses marked).
-    booked: bool,
-    /// No failure claims anything.
+    /// No failure claims anything (booked in the argument pass, cursor
+    /// taken and uses marked, when also not recording).
     clean: bool,
     /// An info slice no cache entry owns, freed after the launch.
     uncached_info: Option<crate::memory::SliceHandle>,
@@ -161,7 +160,7 @@ impl<P: Platform> Inner<P> {
                 // argument pass below returns its error.
                 None if self.args_placed(args) => {
                     // A plain cache hit uploads nothing and cannot fail:
-                    // served here; a miss takes the general path.
+                    // served here; a miss is uploaded (not looked up again).
                     match self
                         .streams
                         .get_mut(sid)
@@ -172,7 +171,8 @@ impl<P: Platform> Inner<P> {
                             info_range = Some(range);
                         }
                         None => {
-                            let (range, uncached) = self.info_for_launch(env, sid, info)?;
+                            let r = self.info_upload(env, sid, info);
+                            let (range, uncached) = self.info_for_launch(sid, r)?;
                             info_range = Some(range);
                             uncached_info = uncached;
                         }
@@ -273,7 +273,8 @@ impl<P: Platform> Inner<P> {
             self.stats.info_hits += 1;
         }
         if !booked && !info.is_empty() {
-            let (range, uncached) = self.info_for_launch(env, sid, info)?;
+            let r = self.info_binding(env, sid, info);
+            let (range, uncached) = self.info_for_launch(sid, r)?;
             info_range = Some(range);
             uncached_info = uncached;
         }
@@ -313,7 +314,6 @@ impl<P: Platform> Inner<P> {
         drop(held);
         let how = LockedLaunch {
             recording,
-            booked,
             clean,
             uncached_info,
             info_bytes,
@@ -336,11 +336,11 @@ impl<P: Platform> Inner<P> {
     ) -> Res<Submitted<'a, P, L>, P> {
         let LockedLaunch {
             recording,
-            booked,
             clean,
             uncached_info,
             info_bytes,
         } = how;
+        let booked = clean && !recording;
         if clean {
             // A refusal below claims the outputs: name them.
             self.operands(args)?;
@@ -427,16 +427,15 @@ impl<P: Platform> Inner<P> {
         })
     }
 
-    /// The info binding of a launch on `sid` ([`info_binding`](Self::info_binding));
-    /// a failure dooms an open window on `sid` (the launch is not queued,
-    /// the window would miss it).
-    fn info_for_launch<L: RawLock>(
+    /// `r`, the info binding of a launch on `sid`
+    /// ([`info_binding`](Self::info_binding) or
+    /// [`info_upload`](Self::info_upload)); a failure dooms an open window
+    /// on `sid` (the launch is not queued, the window would miss it).
+    fn info_for_launch(
         &mut self,
-        env: &Env<P, L>,
         sid: StreamId,
-        info: &[u64],
+        r: Res<(DeviceRange, Option<crate::memory::SliceHandle>), P>,
     ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
-        let r = self.info_binding(env, sid, info);
         if let Err(e) = &r {
             let reason = match e {
                 Error::Memory(MemoryError::AllocationInCapture { bytes }) => {
@@ -521,11 +520,23 @@ impl<P: Platform> Inner<P> {
         sid: StreamId,
         info: &[u64],
     ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
-        let st = self.stream(env, sid)?;
-        if let Some(range) = st.info_get(info) {
+        if let Some(range) = self.stream(env, sid)?.info_get(info) {
             self.stats.info_hits += 1;
             return Ok((range, None));
         }
+        self.info_upload(env, sid, info)
+    }
+
+    /// The miss of [`info_binding`](Self::info_binding): `info` uploaded
+    /// into a fresh slice through the staging pool and cached (words the
+    /// caller looked up and did not find).
+    fn info_upload<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        info: &[u64],
+    ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
+        let st = self.stream(env, sid)?;
         let bytes = words_bytes(info);
         let (handle, range) = st.memory.reserve(bytes)?;
         self.stats.info_misses += 1;
