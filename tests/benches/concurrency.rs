@@ -21,7 +21,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use streamcore::device::{
-    Buffer, Device, DeviceConfig, KernelId, Launched, RawLock, SpinLock, StdLock,
+    Buffer, Device, DeviceConfig, KernelId, Launched, ParkingLock, RawLock, SpinLock, StdLock,
 };
 use streamcore::null::Null;
 use streamcore::platform::{KernelSource, LaunchDims};
@@ -301,6 +301,7 @@ fn main() {
          {:.2}x (the most any lock can show here)",
         two / one
     );
+    report::<ParkingLock>("ParkingLock (the default)", &s);
     report::<StdLock>("StdLock", &s);
     report::<SpinLock>("SpinLock", &s);
 }

@@ -112,8 +112,46 @@ impl<T> LockFamilyMutex<T> for core::cell::RefCell<T> {
     }
 }
 
+/// A parking mutex (`parking_lot::Mutex`): waiting threads sleep instead of
+/// spinning, as with [`StdLock`], but the lock is one byte beside the state
+/// it guards and taking it reads nothing else: no poison flag, no look at
+/// the process's panic count (which `std::sync::Mutex` makes on every lock
+/// and unlock, one more cache line on a launch's path). The default with
+/// the `std` feature. A caller's panic cannot leave the device's state half
+/// changed (no caller code runs under the lock), so there is nothing to
+/// poison.
+#[cfg(feature = "std")]
+#[derive(Copy, Clone, Debug, Default)]
+pub struct ParkingLock;
+
+#[cfg(feature = "std")]
+impl RawLock for ParkingLock {
+    type Mutex<T> = parking_lot::Mutex<T>;
+    type LaneMutex<T> = spin::mutex::SpinMutex<T, YieldNow>;
+}
+
+#[cfg(feature = "std")]
+impl<T> LockFamilyMutex<T> for parking_lot::Mutex<T> {
+    type Guard<'a>
+        = parking_lot::MutexGuard<'a, T>
+    where
+        Self: 'a;
+
+    fn new(value: T) -> Self {
+        parking_lot::Mutex::new(value)
+    }
+
+    fn lock(&self) -> parking_lot::MutexGuard<'_, T> {
+        parking_lot::Mutex::lock(self)
+    }
+
+    fn get_mut(&mut self) -> &mut T {
+        parking_lot::Mutex::get_mut(self)
+    }
+}
+
 /// The standard library's mutex: waiting threads sleep instead of spinning.
-/// The default with the `std` feature. A lock poisoned by a panicking thread
+/// A lock poisoned by a panicking thread
 /// is taken anyway (the device's state stays consistent across a panic in a
 /// caller's code: no caller code runs under the lock).
 #[cfg(feature = "std")]
@@ -184,12 +222,12 @@ impl<T> LockFamilyMutex<T> for std::sync::Mutex<T> {
     }
 }
 
-/// The lock `Device<P>` uses: `StdLock` with the `std` feature,
+/// The lock `Device<P>` uses: [`ParkingLock`] with the `std` feature,
 /// [`SpinLock`] without.
 #[cfg(feature = "std")]
-pub type DefaultLock = StdLock;
+pub type DefaultLock = ParkingLock;
 
-/// The lock `Device<P>` uses: `StdLock` with the `std` feature,
+/// The lock `Device<P>` uses: `ParkingLock` with the `std` feature,
 /// [`SpinLock`] without.
 #[cfg(not(feature = "std"))]
 pub type DefaultLock = SpinLock;
@@ -212,10 +250,14 @@ mod tests {
         assert_eq!(bump::<LocalLock>(), 3);
         #[cfg(feature = "std")]
         assert_eq!(bump::<StdLock>(), 3);
+        #[cfg(feature = "std")]
+        assert_eq!(bump::<ParkingLock>(), 3);
         assert_eq!(bump_lane::<SpinLock>(), 3);
         assert_eq!(bump_lane::<LocalLock>(), 3);
         #[cfg(feature = "std")]
         assert_eq!(bump_lane::<StdLock>(), 3);
+        #[cfg(feature = "std")]
+        assert_eq!(bump_lane::<ParkingLock>(), 3);
     }
 
     fn bump_lane<L: RawLock>() -> u32 {
@@ -224,6 +266,35 @@ mod tests {
         *m.get_mut() += 1;
         let g = m.lock();
         *g
+    }
+
+    /// The parking lock's waiter sleeps until the holder lets go, then gets
+    /// it; a thread that panics holding it leaves it free and unpoisoned.
+    #[cfg(feature = "std")]
+    #[test]
+    fn the_parking_lock_waits_for_its_holder_and_survives_a_panic() {
+        let m = <<ParkingLock as RawLock>::Mutex<u32> as LockFamilyMutex<u32>>::new(0);
+        let g = m.lock();
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                *m.lock() += 1;
+            });
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            assert!(!waiter.is_finished(), "the lock is held");
+            drop(g);
+            waiter.join().unwrap();
+        });
+        let panicked = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut g = m.lock();
+                *g += 1;
+                panic!("a caller's panic while holding the lock");
+            })
+            .join()
+            .is_err()
+        });
+        assert!(panicked);
+        assert_eq!(*m.lock(), 2, "taken again after the panic, its value kept");
     }
 
     /// Under `std` a lane's waiter gets the lane once its holder lets go.

@@ -53,7 +53,7 @@ pub use handle::{Arg, Buffer, Graph, GraphId, KernelId};
 pub use launch::Launched;
 pub use lock::{DefaultLock, LocalLock, LockFamilyMutex, RawLock, SpinLock};
 #[cfg(feature = "std")]
-pub use lock::{StdLock, YieldNow};
+pub use lock::{ParkingLock, StdLock, YieldNow};
 pub use stats::{Census, DeviceStats, InfoCensus};
 
 use crate::drop_queue::FlushPolicy;
@@ -95,9 +95,9 @@ pub(crate) struct Shared<P: Platform, L: RawLock> {
 /// the platform and its types are `Send` and `Sync` and the lock `L` is a
 /// thread-safe one).
 ///
-/// `L` is the lock its host picks: [`DefaultLock`] (`StdLock` with the
-/// `std` feature, [`SpinLock`] without), [`LocalLock`] for one context, or
-/// any [`RawLock`].
+/// `L` is the lock its host picks: [`DefaultLock`] (`ParkingLock` with the
+/// `std` feature, [`SpinLock`] without), `StdLock` (the standard library's
+/// mutex), [`LocalLock`] for one context, or any [`RawLock`].
 pub struct Device<P: Platform, L: RawLock = DefaultLock> {
     shared: Arc<Shared<P, L>>,
 }

@@ -60,6 +60,15 @@ impl<L: RawLock> PipeDevice<L> {
         Ok(())
     }
 
+    /// One round: submitted, then both streams synced. Returns the
+    /// nanoseconds from `t` to the end of the submission.
+    fn round(&self, t: Instant) -> R<f64> {
+        self.submit()?;
+        let submitted = ns(t);
+        self.dev.sync_all().map_err(e("sync_all"))?;
+        Ok(submitted)
+    }
+
     /// Checks the accumulator after `rounds` rounds, then lets the buffers go.
     fn finish(self, rounds: u32, what: &str) -> R<()> {
         let per_round = (STAGES * (STAGES + 1) / 2) as u32;
@@ -159,28 +168,33 @@ impl BarePipe {
 
 /// Section 4: a two-stream pipeline. Returns Device / bare (median).
 ///
-/// Four variants take turns round by round (the order rotating): the
+/// Five variants take turns round by round (the order rotating): the
 /// Device on its default lock, the bare pipeline, the Device on the spin
-/// lock, and the bare pipeline again on a second pair of streams. The two
-/// bare pipelines do the same work, so their ratio is the bench's own
-/// resolution: a difference between two identical loops, printed beside
-/// the Device's figures. "bare" in the budget ratio is the two pooled.
+/// lock, the bare pipeline again on a second pair of streams, and a second
+/// Device on its default lock. Each pipeline has a pair of streams of its
+/// own, and pairs of streams differ a little (the driver maps them to its
+/// hardware queues), so each side of the budget ratio pools two pipelines
+/// on two pairs: "bare" the two bare ones, "Device" the two default-lock
+/// devices. The two bare pipelines do the same work, and so do the two
+/// devices: their ratios are the bench's own resolution, printed beside
+/// the budget.
 pub(crate) fn pipeline() -> R<f64> {
     const ROUNDS: usize = 120;
     // The device on the default lock (what `Device::new` gives), and the
     // same on the spin lock.
     let dev = PipeDevice::<streamcore::device::DefaultLock>::new()?;
+    let dev_b = PipeDevice::<streamcore::device::DefaultLock>::new()?;
     let spin = PipeDevice::<SpinLock>::new()?;
     let bare = [BarePipe::new()?, BarePipe::new()?];
 
-    // [Device, bare A, Device on SpinLock, bare B]
-    let mut s: [Samples; 4] = Default::default();
+    // [Device A, bare A, Device on SpinLock, bare B, Device B]
+    let mut s: [Samples; 5] = Default::default();
     // The same rounds split: submission (launches, waits, events) and the
     // round's end (the syncs).
-    let mut submit: [Samples; 4] = Default::default();
+    let mut submit: [Samples; 5] = Default::default();
     let (mut waits, mut events_in_loop, mut events_in_sync) = (Vec::new(), Vec::new(), Vec::new());
-    let mut rounds_run = [0u32; 4];
-    interleaved(ROUNDS, 4, |which, counted| {
+    let mut rounds_run = [0u32; 5];
+    interleaved(ROUNDS, 5, |which, counted| {
         let t = Instant::now();
         match which {
             0 => {
@@ -198,12 +212,15 @@ pub(crate) fn pipeline() -> R<f64> {
                     events_in_sync.push(synced.events_recorded - looped.events_recorded);
                 }
             }
-            2 => {
-                spin.submit()?;
+            2 | 4 => {
+                let submitted = if which == 2 {
+                    spin.round(t)?
+                } else {
+                    dev_b.round(t)?
+                };
                 if counted {
-                    submit[2].push(ns(t), STAGES);
+                    submit[which].push(submitted, STAGES);
                 }
-                spin.dev.sync_all().map_err(e("sync_all"))?;
             }
             _ => {
                 let b = &bare[which / 2];
@@ -221,11 +238,14 @@ pub(crate) fn pipeline() -> R<f64> {
         Ok(())
     })?;
     dev.finish(rounds_run[0], "Device pipeline")?;
+    dev_b.finish(rounds_run[4], "Device pipeline (second streams)")?;
     spin.finish(rounds_run[2], "Device (SpinLock) pipeline")?;
     bare[0].finish(rounds_run[1], "bare pipeline")?;
     bare[1].finish(rounds_run[3], "bare pipeline (second streams)")?;
     let bare_all = s[1].joined(&s[3]);
     let bare_submit = submit[1].joined(&submit[3]);
+    let dev_all = s[0].joined(&s[4]);
+    let dev_submit = submit[0].joined(&submit[4]);
 
     let span = |v: &[u64]| {
         let lo = v.iter().min().copied().unwrap_or(0);
@@ -241,7 +261,14 @@ pub(crate) fn pipeline() -> R<f64> {
          one sync of both streams per round, {ROUNDS} rounds per variant"
     );
     println!("  {:<44} {:>10} {:>10}", "", "median", "fastest");
-    row("Device (waits placed by the core)", &s[0], None, "ns/stage");
+    row(
+        "Device (waits placed by the core)",
+        &dev_all,
+        None,
+        "ns/stage",
+    );
+    row("  Device, first pair of streams", &s[0], None, "ns/stage");
+    row("  Device, second pair of streams", &s[4], None, "ns/stage");
     row(
         "bare (an event + wait per stage by hand)",
         &bare_all,
@@ -251,16 +278,21 @@ pub(crate) fn pipeline() -> R<f64> {
     row("  bare, first pair of streams", &s[1], None, "ns/stage");
     row("  bare, second pair of streams", &s[3], None, "ns/stage");
     row("Device on SpinLock", &s[2], None, "ns/stage");
-    ratio("Device / bare", s[0].median(), bare_all.median());
+    ratio("Device / bare", dev_all.median(), bare_all.median());
     ratio("Device (SpinLock) / bare", s[2].median(), bare_all.median());
     ratio(
         "bare (first) / bare (second): the bench's resolution",
         s[1].median(),
         s[3].median(),
     );
+    ratio(
+        "Device (first) / Device (second): the same, for the Device",
+        s[0].median(),
+        s[4].median(),
+    );
     row(
         "  of which submission, Device",
-        &submit[0],
+        &dev_submit,
         None,
         "ns/stage",
     );
@@ -278,7 +310,7 @@ pub(crate) fn pipeline() -> R<f64> {
     );
     ratio(
         "  submission: Device / bare",
-        submit[0].median(),
+        dev_submit.median(),
         bare_submit.median(),
     );
     println!(
@@ -291,5 +323,5 @@ pub(crate) fn pipeline() -> R<f64> {
         span(&events_in_sync)
     );
     println!("  results checked: ok");
-    Ok(s[0].median() / bare_all.median())
+    Ok(dev_all.median() / bare_all.median())
 }
