@@ -56,7 +56,7 @@ fn main() {
     divan::main();
 }
 
-/// A device on the default lock (`StdLock` when anything in the build
+/// A device on the default lock (`ParkingLock` when anything in the build
 /// enables the `std` feature, as the workspace's other crates do).
 fn device() -> Device<Null> {
     Device::new(Null, DeviceConfig::with_streams(2)).unwrap()

@@ -27,10 +27,12 @@ pub(crate) fn primitives() -> R<()> {
         "HipPlatform::query",
         "host: AtomicUsize::fetch_add (uncontended)",
         "host: StdLock mutex lock + unlock",
+        "host: ParkingLock mutex lock + unlock (the default)",
         "host: SpinLock mutex lock + unlock",
     ];
     let counter = std::sync::atomic::AtomicUsize::new(0);
     let std_mutex = <<StdLock as RawLock>::Mutex<u64> as LockFamilyMutex<u64>>::new(0);
+    let parking_mutex = <<ParkingLock as RawLock>::Mutex<u64> as LockFamilyMutex<u64>>::new(0);
     let spin_mutex = <<SpinLock as RawLock>::Mutex<u64> as LockFamilyMutex<u64>>::new(0);
     let mut s: Vec<Samples> = names.iter().map(|_| Samples::default()).collect();
     interleaved(ROUNDS, names.len(), |which, counted| {
@@ -63,6 +65,7 @@ pub(crate) fn primitives() -> R<()> {
                     );
                 }
                 10 => *LockFamilyMutex::lock(black_box(&std_mutex)) += 1,
+                11 => *LockFamilyMutex::lock(black_box(&parking_mutex)) += 1,
                 _ => *LockFamilyMutex::lock(black_box(&spin_mutex)) += 1,
             }
         }
