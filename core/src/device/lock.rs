@@ -151,9 +151,9 @@ impl<T> LockFamilyMutex<T> for parking_lot::Mutex<T> {
 }
 
 /// The standard library's mutex: waiting threads sleep instead of spinning.
-/// A lock poisoned by a panicking thread
-/// is taken anyway (the device's state stays consistent across a panic in a
-/// caller's code: no caller code runs under the lock).
+/// A lock poisoned by a panicking thread is taken anyway (the device's
+/// state stays consistent across a panic in a caller's code: no caller code
+/// runs under the lock).
 #[cfg(feature = "std")]
 #[derive(Copy, Clone, Debug, Default)]
 pub struct StdLock;

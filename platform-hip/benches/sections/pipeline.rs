@@ -180,8 +180,8 @@ impl BarePipe {
 /// the budget.
 pub(crate) fn pipeline() -> R<f64> {
     const ROUNDS: usize = 120;
-    // The device on the default lock (what `Device::new` gives), and the
-    // same on the spin lock.
+    // Two devices on the default lock (what `Device::new` gives), each on
+    // its own pair of streams, and one on the spin lock.
     let dev = PipeDevice::<streamcore::device::DefaultLock>::new()?;
     let dev_b = PipeDevice::<streamcore::device::DefaultLock>::new()?;
     let spin = PipeDevice::<SpinLock>::new()?;
