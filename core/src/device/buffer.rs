@@ -4,8 +4,11 @@
 //!
 //! Slots live in the core's generational arena: reused, each with a
 //! generation, so a stale id is detected instead of aliasing a newer
-//! buffer. A slot index keeps its per-stream use row and its handle
-//! allocation for the next buffer: steady state allocates nothing.
+//! buffer. On a device of at most [`NEAR_STREAMS`] streams a slot holds its
+//! per-stream last uses itself (one buffer use reads one place); beyond, a
+//! slot index keeps a use row in a table beside the arena. A slot index
+//! also keeps its handle allocation for the next buffer: steady state
+//! allocates nothing.
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -56,21 +59,30 @@ pub enum Location<H> {
     Unplaced,
 }
 
-/// One buffer.
+/// Devices of at most this many streams keep each buffer's per-stream
+/// last uses in its slot (the default configuration's four streams).
+pub(crate) const NEAR_STREAMS: usize = 4;
+
+/// One buffer. Laid out in the order a launch reads it: who used it, the
+/// last write, the last uses, then where the bytes are.
 #[derive(Debug)]
+#[repr(C)]
 pub struct BufferSlot<H> {
-    /// Requested size in bytes.
-    pub size: u64,
-    /// The stream whose pools own the bytes.
-    pub owner: StreamId,
-    /// Where the bytes are.
-    pub location: Location<H>,
-    /// The last write, if any.
-    pub last_write: Option<WriteMark>,
     /// Which streams' submissions used it: none, one (its index), or
-    /// several ([`NO_USER`], [`MANY_USERS`]); the use row has marks only
+    /// several ([`NO_USER`], [`MANY_USERS`]); the uses have marks only
     /// for these.
     users: u32,
+    /// The stream whose pools own the bytes.
+    pub owner: StreamId,
+    /// The last write, if any.
+    pub last_write: Option<WriteMark>,
+    /// Per stream, its last use, on a device of at most [`NEAR_STREAMS`]
+    /// streams (0: never; entries past the device's streams stay 0).
+    near: [Cursor; NEAR_STREAMS],
+    /// Where the bytes are.
+    pub location: Location<H>,
+    /// Requested size in bytes.
+    pub size: u64,
 }
 
 /// No submission used the buffer.
@@ -88,14 +100,12 @@ impl<H> BufferSlot<H> {
     }
 }
 
-/// A live buffer: its slot, and (on demand) per stream the cursor of that
-/// stream's last submission that used it.
+/// A live buffer: its slot, and per stream the cursor of that stream's
+/// last submission that used it.
 #[derive(Debug)]
 pub struct BufferRef<'a, H> {
     slot: &'a BufferSlot<H>,
     uses: &'a [Cursor],
-    row: usize,
-    streams: usize,
 }
 
 impl<'a, H> BufferRef<'a, H> {
@@ -103,17 +113,16 @@ impl<'a, H> BufferRef<'a, H> {
     /// (0: never).
     #[inline]
     pub fn last_use(&self) -> &'a [Cursor] {
-        let start = self.row * self.streams;
-        self.uses.get(start..start + self.streams).unwrap_or(&[])
+        self.uses
     }
 }
 
-/// A live buffer, to change: its slot, and its use row.
+/// A live buffer, to change: its slot, and its use row when it has one
+/// beside the arena (`None`: the uses are in the slot).
 #[derive(Debug)]
 pub struct BufferMut<'a, H> {
     slot: &'a mut BufferSlot<H>,
-    uses: &'a mut [Cursor],
-    row: usize,
+    row: Option<&'a mut [Cursor]>,
     streams: usize,
 }
 
@@ -122,8 +131,10 @@ impl<H> BufferMut<'_, H> {
     /// (0: never).
     #[inline]
     pub fn last_use(&self) -> &[Cursor] {
-        let start = self.row * self.streams;
-        self.uses.get(start..start + self.streams).unwrap_or(&[])
+        match &self.row {
+            Some(row) => row,
+            None => self.slot.near.get(..self.streams).unwrap_or(&[]),
+        }
     }
 
     /// Whether no stream but `sid` ever used the buffer (then no other
@@ -144,7 +155,11 @@ impl<H> BufferMut<'_, H> {
             });
         }
         if sid.index() < self.streams {
-            if let Some(u) = self.uses.get_mut(self.row * self.streams + sid.index()) {
+            let u = match &mut self.row {
+                Some(row) => row.get_mut(sid.index()),
+                None => self.slot.near.get_mut(sid.index()),
+            };
+            if let Some(u) = u {
                 *u = (*u).max(cursor);
                 let me = u32::from(sid.0);
                 if self.slot.users != me {
@@ -191,14 +206,15 @@ pub struct TableFull;
 
 /// The buffers, in the core's generational arena. What belongs to a slot
 /// index rather than to one buffer stays with the index across reuse, so
-/// steady state allocates nothing and moves little: the per-stream use
-/// cursors (one flat row per index) and the allocation its user handles
-/// share.
+/// steady state allocates nothing and moves little: past
+/// [`NEAR_STREAMS`] streams the per-stream use cursors (one flat row per
+/// index), and the allocation its user handles share.
 #[derive(Debug)]
 pub struct BufferTable<H> {
     slots: Arena<BufferSlot<H>>,
-    /// `uses[index * streams + s]`: the last use by stream `s` of the
-    /// buffer at `index` (rows of vacant indices are stale until reuse).
+    /// Only past [`NEAR_STREAMS`] streams (empty before):
+    /// `uses[index * streams + s]` is the last use by stream `s` of the
+    /// buffer at `index` (rows are cleared when their buffer goes).
     uses: Vec<Cursor>,
     /// Per index, the allocation the user handles of its buffers share
     /// (from the device's release queue).
@@ -217,23 +233,42 @@ impl<H: Copy> BufferTable<H> {
         }
     }
 
-    /// Tracks uses by streams `0..streams` (never shrinks): the use rows
-    /// are re-laid out now (stream creation only), so marking a use never
-    /// allocates.
+    /// Tracks uses by streams `0..streams` (never shrinks). Past
+    /// [`NEAR_STREAMS`] the use rows are (re-)laid out now (stream creation
+    /// only), so marking a use never allocates.
     pub fn grow(&mut self, streams: usize) {
         let (n, m) = (self.streams, streams);
         if m <= n {
             return;
         }
+        self.streams = m;
+        if m <= NEAR_STREAMS {
+            // The slots' entries past `n` were never marked: still 0.
+            return;
+        }
         let rows = self.shares.len();
         let mut uses = alloc::vec![0; rows * m];
-        for (r, row) in self.uses.chunks_exact(n.max(1)).enumerate().take(rows) {
-            if n > 0 {
+        if n <= NEAR_STREAMS {
+            // The uses move out of the slots (a vacant index's row is 0).
+            for (k, slot) in self.slots.iter() {
+                let r = k.index as usize;
+                if let (Some(dst), Some(src)) = (uses.get_mut(r * m..r * m + n), slot.near.get(..n))
+                {
+                    dst.copy_from_slice(src);
+                }
+            }
+        } else {
+            for (r, row) in self.uses.chunks_exact(n).enumerate().take(rows) {
                 uses[r * m..r * m + n].copy_from_slice(row);
             }
         }
         self.uses = uses;
-        self.streams = m;
+    }
+
+    /// Whether the uses live in a row beside the arena.
+    #[inline]
+    fn rows(&self) -> bool {
+        self.streams > NEAR_STREAMS
     }
 
     /// Number of live buffers.
@@ -259,6 +294,7 @@ impl<H: Copy> BufferTable<H> {
                 location,
                 last_write: None,
                 users: NO_USER,
+                near: [0; NEAR_STREAMS],
             })
             .map_err(|_| TableFull)?;
         let i = key.index as usize;
@@ -284,7 +320,9 @@ impl<H: Copy> BufferTable<H> {
         }
         let share = releases.share();
         self.shares.push(share);
-        self.uses.resize(self.shares.len() * self.streams, 0);
+        if self.rows() {
+            self.uses.resize(self.shares.len() * self.streams, 0);
+        }
         share
     }
 
@@ -334,11 +372,16 @@ impl<H: Copy> BufferTable<H> {
     #[inline]
     pub fn get(&self, id: BufferId) -> Result<BufferRef<'_, H>, StaleBuffer> {
         let slot = self.slots.get(key(id)).ok_or(StaleBuffer(id))?;
+        let n = self.streams;
+        let uses = if n > NEAR_STREAMS {
+            let start = id.index as usize * n;
+            self.uses.get(start..start + n)
+        } else {
+            slot.near.get(..n)
+        };
         Ok(BufferRef {
             slot,
-            uses: &self.uses,
-            row: id.index as usize,
-            streams: self.streams,
+            uses: uses.unwrap_or(&[]),
         })
     }
 
@@ -346,11 +389,17 @@ impl<H: Copy> BufferTable<H> {
     #[inline]
     pub fn get_mut(&mut self, id: BufferId) -> Result<BufferMut<'_, H>, StaleBuffer> {
         let slot = self.slots.get_mut(key(id)).ok_or(StaleBuffer(id))?;
+        let n = self.streams;
+        let row = if n > NEAR_STREAMS {
+            let start = id.index as usize * n;
+            self.uses.get_mut(start..start + n)
+        } else {
+            None
+        };
         Ok(BufferMut {
             slot,
-            uses: &mut self.uses,
-            row: id.index as usize,
-            streams: self.streams,
+            row,
+            streams: n,
         })
     }
 
@@ -359,8 +408,14 @@ impl<H: Copy> BufferTable<H> {
     pub fn set_uses(&mut self, id: BufferId, uses: &[Cursor]) {
         let n = self.streams;
         let i = id.index as usize;
-        self.uses[i * n..i * n + n].copy_from_slice(uses);
+        let rows = self.rows();
+        if rows {
+            self.uses[i * n..i * n + n].copy_from_slice(uses);
+        }
         if let Some(slot) = self.slots.get_mut(key(id)) {
+            if !rows {
+                slot.near[..n].copy_from_slice(uses);
+            }
             slot.users = MANY_USERS;
         }
     }
@@ -391,11 +446,17 @@ impl<H: Copy> BufferTable<H> {
             return None;
         };
         let (owner, size) = (slot.owner, slot.size);
-        let start = id.index as usize * self.streams;
+        let n = self.streams;
+        let start = id.index as usize * n;
+        let uses = if n > NEAR_STREAMS {
+            self.uses.get(start..start + n)?
+        } else {
+            slot.near.get(..n)?
+        };
         match slot.users {
             NO_USER => {}
             MANY_USERS => {
-                let row = self.uses.get(start..start + self.streams)?;
+                let row = uses;
                 if row.len() > completed.len() {
                     return None;
                 }
@@ -409,7 +470,7 @@ impl<H: Copy> BufferTable<H> {
             }
             one => {
                 let s = one as usize;
-                if self.uses.get(start + s)? > completed.get(s)? {
+                if uses.get(s)? > completed.get(s)? {
                     return None;
                 }
             }
@@ -429,9 +490,13 @@ impl<H: Copy> BufferTable<H> {
         Ok(())
     }
 
-    /// Clears the use row of slot `index`, whose buffer had `users`.
+    /// Clears the use row of slot `index`, whose buffer had `users` (the
+    /// uses a slot holds go with it).
     #[inline]
     fn clear_row(&mut self, index: u32, users: u32) {
+        if !self.rows() {
+            return;
+        }
         let start = index as usize * self.streams;
         match users {
             NO_USER => {}
@@ -515,6 +580,59 @@ mod tests {
         assert_eq!(t.get(c.id()).unwrap().last_use(), [0, 0, 0]);
         assert_eq!(t.get(b.id()).unwrap().last_use(), [3, 4, 0]);
         drop((a, b, c));
+        let (shares, live) = t.shares();
+        q.close(shares, live);
+    }
+
+    #[test]
+    fn uses_move_from_the_slots_to_rows_past_near_streams() {
+        // A queue no device here uses.
+        let q = ReleaseQueue::open(u64::MAX);
+        let mut t = BufferTable::new(2);
+        let a = t.insert(8, StreamId(0), placed(0), u64::MAX, q).unwrap();
+        let b = t.insert(8, StreamId(1), placed(8), u64::MAX, q).unwrap();
+        let c = t.insert(8, StreamId(1), placed(16), u64::MAX, q).unwrap();
+        t.get_mut(a.id()).unwrap().mark_use(StreamId(1), 5, true);
+        t.set_uses(b.id(), &[3, 4]);
+        t.remove(c.id()).unwrap();
+        t.grow(NEAR_STREAMS);
+        assert_eq!(t.get(a.id()).unwrap().last_use(), [0, 5, 0, 0]);
+        t.get_mut(a.id()).unwrap().mark_use(StreamId(3), 9, false);
+        t.grow(NEAR_STREAMS + 2);
+        let six = [0, 5, 0, 9, 0, 0];
+        assert_eq!(t.get(a.id()).unwrap().last_use(), six);
+        assert_eq!(t.get_mut(a.id()).unwrap().last_use(), six);
+        assert_eq!(t.get(b.id()).unwrap().last_use(), [3, 4, 0, 0, 0, 0]);
+        // Marks go to the rows now; a stream's own use needs no other.
+        t.get_mut(b.id()).unwrap().mark_use(StreamId(5), 11, true);
+        assert_eq!(t.get(b.id()).unwrap().last_use(), [3, 4, 0, 0, 0, 11]);
+        assert!(!t.get_mut(b.id()).unwrap().used_only_by(StreamId(5)));
+        // Idle only once every stream's use is complete; the row comes
+        // back clean for the index's next buffer.
+        assert!(t.remove_if_idle(b.id(), &[3, 4, 0, 0, 0, 10]).is_none());
+        assert!(t.remove_if_idle(b.id(), &[3, 4, 0, 0, 0, 11]).is_some());
+        let d = t.insert(8, StreamId(0), placed(24), u64::MAX, q).unwrap();
+        let e = t.insert(8, StreamId(0), placed(32), u64::MAX, q).unwrap();
+        assert_eq!(t.get(d.id()).unwrap().last_use(), [0; 6]);
+        assert_eq!(t.get(e.id()).unwrap().last_use(), [0; 6]);
+        assert_eq!(t.get(a.id()).unwrap().last_use(), six);
+        drop((a, b, c, d, e));
+        let (shares, live) = t.shares();
+        q.close(shares, live);
+    }
+
+    #[test]
+    fn a_buffer_used_by_one_stream_is_idle_once_that_use_completes() {
+        let q = ReleaseQueue::open(u64::MAX);
+        let mut t = BufferTable::new(2);
+        let a = t.insert(8, StreamId(0), placed(0), u64::MAX, q).unwrap();
+        t.get_mut(a.id()).unwrap().mark_use(StreamId(1), 4, false);
+        assert!(t.get_mut(a.id()).unwrap().used_only_by(StreamId(1)));
+        assert!(t.remove_if_idle(a.id(), &[9, 3]).is_none());
+        assert_eq!(t.remove_if_idle(a.id(), &[0, 4]).map(|r| r.2), Some(8));
+        let b = t.insert(8, StreamId(0), placed(0), u64::MAX, q).unwrap();
+        assert_eq!(t.get(b.id()).unwrap().last_use(), [0, 0]);
+        drop((a, b));
         let (shares, live) = t.shares();
         q.close(shares, live);
     }

@@ -62,8 +62,9 @@ pub(crate) struct StreamState<P: Platform> {
     pub(crate) capture: CaptureState,
     /// The last cache hit in normal mode, while nothing else touched the
     /// cache since: the same words again are served without hashing. The
-    /// entry is then already the most recently used, so skipping the
-    /// cache's own lookup changes nothing in its LRU order.
+    /// entry's reference bit is then already set (only an insert or a trim,
+    /// which forget the memo, give second chances), so skipping the cache's
+    /// own lookup changes nothing in its eviction order.
     info_memo: InfoMemo,
     /// The info cache; changed only through [`StreamState::info_mut`] (which
     /// forgets the memo) or looked up through [`StreamState::info_get`].

@@ -30,9 +30,10 @@ fn tables_grow_with_the_streams_in_use() {
     d.sync_all().unwrap();
 }
 
-/// The last-hit memo in front of the info cache keeps its LRU order: a
-/// repeated hit changes nothing, a hit on another entry makes that one the
-/// most recent, and the least recent is what an insert evicts.
+/// The last-hit memo in front of the info cache keeps its eviction order:
+/// a repeated hit changes nothing, a hit on another entry marks that one
+/// (a second chance), and the oldest unmarked entry is what an insert
+/// evicts.
 #[test]
 fn the_info_memo_keeps_the_cache_lru_order() {
     use crate::info_cache::CachePolicy;
@@ -60,16 +61,17 @@ fn the_info_memo_keeps_the_cache_lru_order() {
         let s = d.stats();
         (s.info_hits, s.info_misses)
     };
+    // (head first; * marks an entry hit since it entered or since its
+    // last second chance)
     assert_eq!(launch(1), (0, 1)); // [1]
-    assert_eq!(launch(1), (1, 1)); // memo hit
-    assert_eq!(launch(2), (1, 2)); // [2, 1]
-    assert_eq!(launch(2), (2, 2)); // memo hit
-    assert_eq!(launch(1), (3, 2)); // cache hit: [1, 2]
-    assert_eq!(launch(1), (4, 2)); // memo hit
-    assert_eq!(launch(3), (4, 3)); // evicts 2: [3, 1]
-    assert_eq!(launch(1), (5, 3)); // still cached
-    assert_eq!(launch(2), (5, 4)); // evicted, uploaded again: [2, 1], 3 evicted
-    assert_eq!(launch(3), (5, 5)); // 3 was evicted
+    assert_eq!(launch(2), (0, 2)); // [2, 1]
+    assert_eq!(launch(1), (1, 2)); // cache hit: [2, 1*]
+    assert_eq!(launch(1), (2, 2)); // memo hit: changes nothing
+    assert_eq!(launch(3), (2, 3)); // 1 gets its second chance, 2 goes: [3, 1]
+    assert_eq!(launch(1), (3, 3)); // still cached: [3, 1*]
+    assert_eq!(launch(2), (3, 4)); // evicted, uploaded again; 1 passes, 3 goes: [2, 1]
+    assert_eq!(launch(3), (3, 5)); // 3 was evicted; 1 (chance spent) goes: [3, 2]
+    assert_eq!(launch(2), (4, 5)); // still cached
     assert_eq!(d.info_census(StreamId(0)).unwrap().entries, 2);
 }
 

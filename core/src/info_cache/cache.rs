@@ -138,7 +138,7 @@ impl<V> InfoCache<V> {
         self.table
             .find(hash, |&i| {
                 let n = slab.node(i);
-                n.hash == hash && same_words(&n.key, words)
+                n.hash == hash && same_words(n.key.as_slice(), words)
             })
             .copied()
     }
@@ -160,10 +160,12 @@ impl<V> InfoCache<V> {
         Some(self.slab.node(idx).pins)
     }
 
-    /// The value cached for `words`, marked used: moved to the head of the
-    /// LRU list in [`CacheMode::Normal`], recorded in the window in
-    /// [`CacheMode::Capture`]. O(1); allocates nothing in normal mode (and
-    /// in capture mode only when the window's buffer grows).
+    /// The value cached for `words`, marked used: its reference bit set in
+    /// [`CacheMode::Normal`] (it gets a second chance before eviction; the
+    /// list is not reordered on a hit, so a hit touches no other entry),
+    /// recorded in the window in [`CacheMode::Capture`]. O(1); allocates
+    /// nothing in normal mode (and in capture mode only when the window's
+    /// buffer grows).
     pub fn get(&mut self, words: &[u64]) -> Option<&V> {
         let idx = self.find(self.hash(words), words)?;
         match self.mode {
@@ -186,12 +188,12 @@ impl<V> InfoCache<V> {
     /// Caches `value` for `words`, and returns it.
     ///
     /// In [`CacheMode::Normal`] the entry goes to the head of the LRU list,
-    /// after evicting least recently used entries (values to `on_evict`) until
-    /// it fits the policy; an entry that cannot fit on its own is refused
+    /// after evicting entries in second-chance order (values to `on_evict`,
+    /// see the [module docs](super)) until it fits the policy; an entry that cannot fit on its own is refused
     /// ([`InsertError::TooLarge`]). In [`CacheMode::Capture`] nothing is
     /// evicted and the entry is recorded in the window.
     ///
-    /// O(1) per eviction; allocates only for a new key buffer (a freed slot's
+    /// O(1) amortized per eviction; allocates only for a new key buffer (a freed slot's
     /// buffer of the same length is reused), and when the slab or index grow.
     pub fn insert(
         &mut self,
@@ -234,10 +236,19 @@ impl<V> InfoCache<V> {
         }
     }
 
-    /// Evicts the LRU list's tail; `false` when the list is empty.
+    /// Evicts the list's tail, after giving each referenced tail its
+    /// second chance (to the head, bit cleared); `false` when the list is
+    /// empty. Each second chance spends the bit one hit set, so evictions
+    /// cost O(1) amortized over hits (one eviction walks the whole list at
+    /// most, when every entry was hit since its last chance).
     fn evict_lru(&mut self, on_evict: &mut impl FnMut(V)) -> bool {
-        let Some(idx) = self.slab.tail() else {
-            return false;
+        let idx = loop {
+            let Some(idx) = self.slab.tail() else {
+                return false;
+            };
+            if !self.slab.second_chance(idx) {
+                break idx;
+            }
         };
         let hash = self.slab.node(idx).hash;
         if let Ok(entry) = self.table.find_entry(hash, |&i| i == idx) {
@@ -377,13 +388,14 @@ impl<V> InfoCache<V> {
         evicted
     }
 
-    /// The LRU list's keys, most recently used first (tests only).
+    /// The LRU list's keys from head to tail: the next evicted last, but
+    /// for second chances (tests only).
     #[cfg(test)]
     pub(crate) fn lru_keys(&self) -> Vec<Vec<u64>> {
         let mut out = Vec::new();
         let mut cur = self.slab.head();
         while let Some(idx) = cur {
-            out.push(self.slab.node(idx).key.to_vec());
+            out.push(self.slab.node(idx).key.as_slice().to_vec());
             cur = self.slab.next_of(idx);
         }
         out

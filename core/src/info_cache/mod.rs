@@ -1,5 +1,5 @@
 //! The metadata info cache: per-launch info buffers (shapes, strides,
-//! scalars, as `u64` words) keyed by their exact words, LRU-bounded, and
+//! scalars, as `u64` words) keyed by their exact words, bounded (LRU by second chance), and
 //! pinned by every captured graph that recorded them.
 //!
 //! A launch needs its info words in device memory. Uploading them for every
@@ -9,15 +9,31 @@
 //!
 //! # Cost
 //!
-//! [`InfoCache::get`], [`InfoCache::insert`] and each eviction are O(1): the
-//! entries live in a slab of nodes linked into an intrusive doubly-linked LRU
-//! list by index, and a hash table maps the words to the node. No operation
-//! scans all entries. A hit allocates nothing.
+//! [`InfoCache::get`] and [`InfoCache::insert`] are O(1), and evictions
+//! O(1) amortized: the entries live in a slab of nodes linked into an
+//! intrusive doubly-linked list by index, and a hash table maps the words
+//! to the node. A hit allocates nothing and writes only its own node.
+//!
+//! # Eviction order: LRU by second chance
+//!
+//! The list approximates least-recently-used order the way CLOCK does. A
+//! hit does not move its entry; it sets the entry's reference bit. Eviction
+//! takes the list's tail; a tail whose bit is set instead loses the bit and
+//! moves to the head (its second chance), and the next tail is looked at.
+//! Entries enter the list (inserted, or back from a capture window or a
+//! graph) with the bit clear. So an entry hit since it entered or since its
+//! last chance outlives every entry that was not, and among those not hit
+//! the oldest goes first. A single eviction may walk the list when every
+//! entry was hit, but each second chance spends the bit of one hit: over
+//! any sequence, evictions cost O(1) per hit and insert. The bounds are
+//! exact as before (the policy's entries and bytes; a second chance only
+//! moves). A hit then touches only its own node, instead of splicing it
+//! between its neighbours and the head.
 //!
 //! # Modes and pins
 //!
 //! - [`CacheMode::Normal`]: the LRU list is kept under the [`CachePolicy`]
-//!   (entries and bytes); the least recently used entries are evicted and
+//!   (entries and bytes); entries are evicted in second-chance order and
 //!   their values handed to the caller's `on_evict` callback, so the device
 //!   can free their slices.
 //! - [`CacheMode::Capture`] (from prepare to the end of a capture): every

@@ -23,9 +23,10 @@ enum Op {
     SetPolicy(usize, u64),
 }
 
-/// Keys 0..10 of 1 to 3 words, so byte bounds matter.
+/// Keys 0..10 of 1 to 5 words, so byte bounds matter and both kinds of
+/// key storage (in the node up to 3 words, a buffer beyond) are used.
 fn words(k: u64) -> Vec<u64> {
-    vec![k; 1 + (k % 3) as usize]
+    vec![k; 1 + (k % 5) as usize]
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -48,12 +49,14 @@ struct Entry {
     value: u32,
     pins: u32,
     in_window: bool,
+    /// Hit since it entered the LRU list or got its last second chance.
+    referenced: bool,
 }
 
 #[derive(Debug, Default)]
 struct Model {
     entries: Vec<Entry>,
-    /// Keys in the LRU list, least recently used first.
+    /// Keys in the LRU list, the next evicted (but for second chances) first.
     lru: Vec<Vec<u64>>,
     window: Vec<Vec<u64>>,
     graphs: Vec<(u64, Vec<Vec<u64>>)>,
@@ -75,10 +78,22 @@ impl Model {
         self.lru.iter().map(|k| bytes_of(k)).sum()
     }
 
+    /// Second chance: the oldest key hit since it entered the list (or
+    /// since its last chance) loses its mark and becomes the newest; the
+    /// oldest unmarked key is evicted.
     fn evict_oldest(&mut self, evicted: &mut Vec<u32>) {
-        let key = self.lru.remove(0);
-        let pos = self.entries.iter().position(|e| e.key == key).unwrap();
-        evicted.push(self.entries.remove(pos).value);
+        loop {
+            let key = self.lru.remove(0);
+            let e = self.entry(&key).unwrap();
+            if e.referenced {
+                e.referenced = false;
+                self.lru.push(key);
+                continue;
+            }
+            let pos = self.entries.iter().position(|e| e.key == key).unwrap();
+            evicted.push(self.entries.remove(pos).value);
+            return;
+        }
     }
 
     fn trim(&mut self, evicted: &mut Vec<u32>) {
@@ -96,6 +111,7 @@ impl Model {
         let e = self.entry(key).unwrap();
         if !e.in_window {
             e.in_window = true;
+            e.referenced = false;
             self.lru.retain(|k| k != key);
             self.window.push(key.to_vec());
         }
@@ -105,9 +121,9 @@ impl Model {
         let value = self.entry(key)?.value;
         if self.capture {
             self.record(key);
-        } else if let Some(pos) = self.lru.iter().position(|k| k == key) {
-            let k = self.lru.remove(pos);
-            self.lru.push(k);
+        } else if self.lru.iter().any(|k| k == key) {
+            // A hit marks the entry; the order stays.
+            self.entry(key).unwrap().referenced = true;
         }
         Some(value)
     }
@@ -138,6 +154,7 @@ impl Model {
             value,
             pins: 0,
             in_window: false,
+            referenced: false,
         });
         if self.capture {
             self.record(key);

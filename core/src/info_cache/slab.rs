@@ -1,5 +1,7 @@
 //! The entries: nodes in the core's generational [`Arena`] addressed by
-//! `u32` index, with an intrusive doubly-linked LRU list through them. Key
+//! `u32` index, with an intrusive doubly-linked list through them in
+//! second-chance order (a hit sets the entry's reference bit; eviction
+//! moves a referenced tail to the head instead of evicting it). Key
 //! buffers of freed entries are kept for reuse.
 
 use alloc::boxed::Box;
@@ -13,12 +15,45 @@ pub(crate) const fn entry_bytes(words: usize) -> u64 {
     (words as u64).saturating_mul(8)
 }
 
-/// One entry (its `value` is `Some` while it is in the slab).
+/// Keys of at most this many words are held in the node itself: a hit
+/// then reads no line of its own for the key.
+const INLINE_WORDS: usize = 3;
+
+/// An entry's words: short keys in line, longer ones in a buffer of their
+/// own (reused through the slab's spare keys).
 #[derive(Debug)]
+pub(crate) enum Words {
+    /// At most [`INLINE_WORDS`] words: the first `len` of `words`.
+    Inline {
+        /// How many words are used.
+        len: u8,
+        /// The words, unused ones 0.
+        words: [u64; INLINE_WORDS],
+    },
+    /// Longer keys.
+    Heap(Box<[u64]>),
+}
+
+impl Words {
+    /// The words.
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u64] {
+        match self {
+            Self::Inline { len, words } => words.get(..usize::from(*len)).unwrap_or(words),
+            Self::Heap(b) => b,
+        }
+    }
+}
+
+/// One entry (its `value` is `Some` while it is in the slab). Laid out in
+/// the order a hit reads it: hash and key (the probe), the value, then the
+/// list links.
+#[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Node<V> {
-    pub(crate) key: Box<[u64]>,
-    pub(crate) value: Option<V>,
     pub(crate) hash: u64,
+    pub(crate) key: Words,
+    pub(crate) value: Option<V>,
     prev: u32,
     next: u32,
     /// Live graphs pinning the entry.
@@ -27,11 +62,13 @@ pub(crate) struct Node<V> {
     pub(crate) in_window: bool,
     /// In the LRU list.
     linked: bool,
+    /// Hit since it was linked or last given a second chance.
+    referenced: bool,
 }
 
 impl<V> Node<V> {
     pub(crate) fn bytes(&self) -> u64 {
-        entry_bytes(self.key.len())
+        entry_bytes(self.key.as_slice().len())
     }
 }
 
@@ -39,7 +76,8 @@ impl<V> Node<V> {
 #[derive(Debug)]
 pub(crate) struct Slab<V> {
     nodes: Arena<Node<V>>,
-    /// Key buffers of freed entries, most recent last.
+    /// Key buffers of freed entries (longer than [`INLINE_WORDS`]), most
+    /// recent last.
     spare_keys: Vec<Box<[u64]>>,
     head: u32,
     tail: u32,
@@ -79,7 +117,7 @@ impl<V> Slab<V> {
         self.linked_bytes
     }
 
-    /// The least recently used entry of the list.
+    /// The list's tail: the next evicted, unless it gets a second chance.
     pub(crate) fn tail(&self) -> Option<u32> {
         (self.tail != NIL).then_some(self.tail)
     }
@@ -101,12 +139,24 @@ impl<V> Slab<V> {
     /// recently freed key buffer when the length matches). Hands `value`
     /// back when no index is left.
     pub(crate) fn alloc(&mut self, words: &[u64], value: V, hash: u64) -> Result<u32, V> {
-        let key = match self.spare_keys.pop() {
-            Some(mut key) if key.len() == words.len() => {
-                key.copy_from_slice(words);
-                key
+        let key = if words.len() <= INLINE_WORDS {
+            let mut inline = [0; INLINE_WORDS];
+            if let Some(dst) = inline.get_mut(..words.len()) {
+                dst.copy_from_slice(words);
             }
-            _ => words.into(),
+            Words::Inline {
+                // At most INLINE_WORDS: fits a u8.
+                len: words.len() as u8,
+                words: inline,
+            }
+        } else {
+            Words::Heap(match self.spare_keys.pop() {
+                Some(mut key) if key.len() == words.len() => {
+                    key.copy_from_slice(words);
+                    key
+                }
+                _ => words.into(),
+            })
         };
         let node = Node {
             key,
@@ -117,6 +167,7 @@ impl<V> Slab<V> {
             pins: 0,
             in_window: false,
             linked: false,
+            referenced: false,
         };
         match self.nodes.insert(node) {
             Ok(k) => {
@@ -130,9 +181,11 @@ impl<V> Slab<V> {
     /// Frees an entry (unlinking it first) and returns its value.
     pub(crate) fn free(&mut self, idx: u32) -> Option<V> {
         self.unlink(idx);
-        let mut node = self.nodes.remove_at(idx)?;
-        self.spare_keys.push(core::mem::take(&mut node.key));
-        node.value.take()
+        let node = self.nodes.remove_at(idx)?;
+        if let Words::Heap(key) = node.key {
+            self.spare_keys.push(key);
+        }
+        node.value
     }
 
     /// Links an unlinked entry at the head (most recently used).
@@ -143,6 +196,7 @@ impl<V> Slab<V> {
             return;
         }
         node.linked = true;
+        node.referenced = false;
         node.prev = NIL;
         node.next = head;
         let bytes = node.bytes();
@@ -164,6 +218,7 @@ impl<V> Slab<V> {
             return;
         }
         node.linked = true;
+        node.referenced = false;
         node.next = NIL;
         node.prev = tail;
         let bytes = node.bytes();
@@ -184,6 +239,7 @@ impl<V> Slab<V> {
             return;
         }
         node.linked = false;
+        node.referenced = false;
         let (prev, next, bytes) = (node.prev, node.next, node.bytes());
         node.prev = NIL;
         node.next = NIL;
@@ -201,33 +257,25 @@ impl<V> Slab<V> {
         self.linked_bytes -= bytes;
     }
 
-    /// Moves a linked entry to the head: spliced out of its place and in
-    /// at the head in one step (the list's length and bytes are unchanged).
+    /// Marks a linked entry used: its reference bit, in its own node (a
+    /// hit writes no other entry's line).
     #[inline]
     pub(crate) fn touch(&mut self, idx: u32) {
-        let head = self.head;
-        let node = self.node(idx);
-        if head == idx || !node.linked {
-            return;
-        }
-        let (prev, next) = (node.prev, node.next);
-        if prev == NIL || head == NIL {
-            // Not reached (a linked entry other than the head has one
-            // before it): the general path keeps the list whole anyway.
-            self.unlink(idx);
-            self.link_front(idx);
-            return;
-        }
-        self.node_mut(prev).next = next;
-        if next == NIL {
-            self.tail = prev;
-        } else {
-            self.node_mut(next).prev = prev;
-        }
         let node = self.node_mut(idx);
-        node.prev = NIL;
-        node.next = head;
-        self.node_mut(head).prev = idx;
-        self.head = idx;
+        if node.linked && !node.referenced {
+            node.referenced = true;
+        }
+    }
+
+    /// The second chance: when the tail `idx` was hit since it was linked,
+    /// clears its bit and moves it to the head (list length and bytes
+    /// unchanged) and returns `true`; `false` when it goes next.
+    pub(crate) fn second_chance(&mut self, idx: u32) -> bool {
+        if !self.node(idx).referenced {
+            return false;
+        }
+        self.unlink(idx);
+        self.link_front(idx);
+        true
     }
 }

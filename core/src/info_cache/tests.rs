@@ -60,12 +60,12 @@ fn least_recently_used_is_evicted_first_and_get_refreshes() {
     assert_eq!(c.len(), 3);
 }
 
-/// A hit moves its entry to the head in one splice: from the head (no
-/// change), the middle and the tail. Both directions of the list stay
-/// whole: the order read from the head, and evictions (taken from the
-/// tail backwards) in exactly the reverse order.
+/// A hit marks its entry and leaves the order alone; eviction gives each
+/// marked tail a second chance (to the head, mark cleared) and evicts the
+/// first unmarked one. The list stays whole both ways: the order read from
+/// the head, and evictions taken from the tail.
 #[test]
-fn a_hit_splices_its_entry_to_the_head_from_anywhere() {
+fn a_hit_marks_its_entry_and_eviction_gives_it_a_second_chance() {
     let mut c = cache(4, 1024);
     let mut ev = Vec::new();
     for k in 1..=4 {
@@ -74,20 +74,50 @@ fn a_hit_splices_its_entry_to_the_head_from_anywhere() {
     let keys = |c: &InfoCache<u32>| c.lru_keys().concat();
     assert_eq!(keys(&c), [4, 3, 2, 1]);
     assert_eq!(c.get(&[4]), Some(&4), "the head");
-    assert_eq!(keys(&c), [4, 3, 2, 1]);
     assert_eq!(c.get(&[2]), Some(&2), "the middle");
-    assert_eq!(keys(&c), [2, 4, 3, 1]);
     assert_eq!(c.get(&[1]), Some(&1), "the tail");
-    assert_eq!(keys(&c), [1, 2, 4, 3]);
-    assert_eq!(c.get(&[3]), Some(&3), "the new tail");
-    assert_eq!(keys(&c), [3, 1, 2, 4]);
+    assert_eq!(c.get(&[1]), Some(&1), "twice is one mark");
+    assert_eq!(keys(&c), [4, 3, 2, 1], "hits do not reorder");
     assert_eq!(
         (c.lru_len(), c.lru_bytes()),
         (4, 32),
-        "a hit moves, never adds"
+        "a hit neither adds nor moves"
     );
+    // 1 (marked) goes to the head, 2 (marked) too, 3 goes.
+    put(&mut c, &[5], 5, &mut ev);
+    assert_eq!(ev, [3]);
+    assert_eq!(keys(&c), [5, 2, 1, 4]);
+    // 4 is still marked, 1 and 2 spent theirs: 4 moves, 1 goes.
+    put(&mut c, &[6], 6, &mut ev);
+    assert_eq!(ev, [3, 1]);
+    assert_eq!(keys(&c), [6, 4, 5, 2]);
+    // Every entry marked: one eviction walks the whole list once.
+    for k in [6, 4, 5, 2] {
+        assert_eq!(c.get(&[k]), Some(&(k as u32)));
+    }
+    put(&mut c, &[7], 7, &mut ev);
+    assert_eq!(ev, [3, 1, 2], "after a full turn, the old tail goes");
+    assert_eq!(keys(&c), [7, 6, 4, 5], "a full turn keeps the order");
     c.set_policy(CachePolicy::new(0, 1024), |v| ev.push(v));
-    assert_eq!(ev, [4, 2, 1, 3], "evicted from the tail back to the head");
+    assert_eq!(ev, [3, 1, 2, 5, 4, 6, 7], "no mark left: tail to head");
+}
+
+/// An entry coming back to the list (from a capture window) starts
+/// unmarked: a hit before its capture gives it no second chance after.
+#[test]
+fn an_entry_back_from_a_window_starts_unmarked() {
+    let mut c = cache(2, 1024);
+    let mut ev = Vec::new();
+    put(&mut c, &[1], 1, &mut ev);
+    put(&mut c, &[2], 2, &mut ev);
+    assert_eq!(c.get(&[1]), Some(&1));
+    c.set_mode(CacheMode::Capture, |_| ());
+    assert_eq!(c.get(&[1]), Some(&1));
+    assert_eq!(c.capture_discard(|e| ev.push(e)), Ok(1));
+    assert_eq!(c.lru_keys(), vec![vec![1], vec![2]]);
+    assert_eq!(c.get(&[2]), Some(&2));
+    put(&mut c, &[3], 3, &mut ev);
+    assert_eq!(ev, [1], "2 was hit since it entered; 1 was not");
 }
 
 #[test]
@@ -318,4 +348,39 @@ fn defaults_and_errors_display() {
     assert!(text.contains("cached already"), "{text}");
     let c: InfoCache<u8> = InfoCache::with_capacity(CachePolicy::default(), 16);
     assert!(c.is_empty() && c.mode() == CacheMode::Normal);
+}
+
+#[test]
+fn short_and_long_keys_are_told_apart_by_length_and_words() {
+    let mut c: InfoCache<u32> = InfoCache::new(CachePolicy::new(16, 1024));
+    let mut ev = Vec::new();
+    // Keys held in the node (up to 3 words) pad with zeros: a shorter
+    // key is not the longer one with zeros.
+    let keys: [&[u64]; 7] = [
+        &[1],
+        &[1, 0],
+        &[1, 0, 0],
+        &[1, 0, 0, 0],
+        &[0],
+        &[7, 7, 7, 7, 7],
+        &[7, 7, 7, 7, 8],
+    ];
+    for (v, k) in keys.iter().enumerate() {
+        put(&mut c, k, v as u32, &mut ev);
+    }
+    for (v, k) in keys.iter().enumerate() {
+        assert_eq!(c.get(k), Some(&(v as u32)), "key {k:?}");
+    }
+    assert_eq!(c.get(&[]), None);
+    assert_eq!(c.get(&[1, 0, 0, 0, 0]), None);
+    assert_eq!(c.bytes(), 8 * (1 + 2 + 3 + 4 + 1 + 5 + 5));
+    // A long key's buffer is reused after eviction; a short key is rebuilt.
+    assert_eq!(c.clear_unpinned(|e| ev.push(e)), 7);
+    ev.sort_unstable();
+    assert_eq!(ev, [0, 1, 2, 3, 4, 5, 6]);
+    put(&mut c, &[9, 9, 9, 9, 9], 9, &mut ev);
+    put(&mut c, &[9], 10, &mut ev);
+    assert_eq!(c.get(&[9, 9, 9, 9, 9]), Some(&9));
+    assert_eq!(c.get(&[9]), Some(&10));
+    assert_eq!(ev.len(), 7, "nothing more evicted");
 }
