@@ -23,11 +23,24 @@ pub struct GraphId(pub u64);
 pub struct KernelId {
     device: u64,
     index: u32,
+    /// The bindings it declared at load, carried in the handle so a launch
+    /// checks its argument count without reading the kernel's entry.
+    bindings: u32,
 }
 
 impl KernelId {
-    pub(crate) const fn new(device: u64, index: u32) -> Self {
-        Self { device, index }
+    pub(crate) const fn new(device: u64, index: u32, bindings: u32) -> Self {
+        Self {
+            device,
+            index,
+            bindings,
+        }
+    }
+
+    /// The bindings the kernel declared at load (every launch passes
+    /// exactly these: its buffers, then its info words when it has any).
+    pub const fn bindings(self) -> u32 {
+        self.bindings
     }
 
     /// The kernel's index among the kernels its device loaded (in load order).

@@ -69,12 +69,22 @@ impl<P: Platform> Inner<P> {
     ) -> Res<KernelId, P> {
         let index = u32::try_from(self.kernels.len())
             .map_err(|_| Error::InvalidArgument("too many kernels loaded"))?;
+        let bindings = u32::try_from(source.bindings)
+            .map_err(|_| Error::InvalidArgument("a kernel declares too many bindings"))?;
         self.kernels.push(LoadedKernel {
             name: crate::failure::KernelName::new(source.name),
-            bindings: source.bindings,
             kernel: Arc::new(kernel),
         });
-        Ok(KernelId::new(self.id, index))
+        Ok(KernelId::new(self.id, index, bindings))
+    }
+
+    /// Refuses `k` unless this device loaded it, without reading its entry.
+    #[inline]
+    fn check_kernel(&self, k: KernelId) -> Res<(), P> {
+        if k.device() != self.id || k.index() as usize >= self.kernels.len() {
+            return Err(Error::UnknownKernel(k));
+        }
+        Ok(())
     }
 
     /// The kernel `k`, if this device loaded it.
@@ -122,14 +132,18 @@ impl<P: Platform> Inner<P> {
         args: &[Arg<'_>],
         info: &[u64],
     ) -> Res<Submitted<'a, P, L>, P> {
-        self.process_releases(env);
+        // Dropped handles are not processed here: nothing a launch does
+        // needs their memory back (the operations that take memory, sync or
+        // report do process them), and the release queue is a line of its
+        // own that a launch would otherwise read every time.
         let recording = match self.streams.get(sid) {
             Some(st) => st.capture.is_recording(),
             None => self.stream(env, sid)?.capture.is_recording(),
         };
         // The kernel's declared parameters, exactly: refused before the
         // taint graph or the info cache is touched.
-        if args.len() + usize::from(!info.is_empty()) != self.kernel(kernel)?.bindings {
+        self.check_kernel(kernel)?;
+        if args.len() + usize::from(!info.is_empty()) != kernel.bindings() as usize {
             return Err(Error::InvalidArgument(
                 "the launch's bindings differ from the kernel's declared count",
             ));

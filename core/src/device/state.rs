@@ -204,8 +204,8 @@ pub(crate) struct GraphState<P: Platform> {
 /// kernel, shared with launches in flight outside the device lock.
 pub(crate) struct LoadedKernel<P: Platform> {
     pub(crate) name: KernelName,
-    /// The bindings every launch passes (declared at load).
-    pub(crate) bindings: usize,
+    /// (The bindings every launch passes, declared at load, are in its
+    /// `KernelId`.)
     pub(crate) kernel: Arc<P::Kernel>,
 }
 

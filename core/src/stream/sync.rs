@@ -98,15 +98,18 @@ impl WaitPlan {
 /// the streams it is built for and [`grows`](SyncTable::grow) as higher
 /// stream ids come into use, so its memory follows the streams used, not
 /// the streams a device could have.
+///
+/// Per stream `s`: its cursor (the latest submission), the highest cursor
+/// known to have completed on the device, and for every other stream `b`
+/// how far `s` has synced `b` (`synced(s, b)`: every submission of `b` up
+/// to it is ordered before `s`'s future work).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyncTable {
     n: usize,
-    cursor: Vec<Cursor>,
-    /// `synced[a * n + b]`: every submission of `b` up to this cursor is
-    /// ordered before `a`'s future work.
-    synced: Vec<Cursor>,
-    /// Per stream, the highest cursor known to have completed on the device.
-    completed: Vec<Cursor>,
+    /// The cursors `[0, n)`, the completed cursors `[n, 2n)`, the synced
+    /// matrix `[2n, 2n + n²)`: one block (for two streams 64 bytes) rather
+    /// than three, each a cache line a launch would touch.
+    cells: Vec<Cursor>,
 }
 
 impl SyncTable {
@@ -114,10 +117,36 @@ impl SyncTable {
     pub fn new(streams: usize) -> Self {
         Self {
             n: streams,
-            cursor: vec![0; streams],
-            synced: vec![0; streams * streams],
-            completed: vec![0; streams],
+            cells: vec![0; streams * (streams + 2)],
         }
+    }
+
+    #[inline(always)]
+    fn cells(&self) -> &[Cursor] {
+        &self.cells
+    }
+
+    #[inline(always)]
+    fn cells_mut(&mut self) -> &mut [Cursor] {
+        &mut self.cells
+    }
+
+    /// Index of stream `i`'s cursor.
+    #[inline(always)]
+    const fn cur(i: usize) -> usize {
+        i
+    }
+
+    /// Index of stream `i`'s completed cursor.
+    #[inline(always)]
+    const fn done(&self, i: usize) -> usize {
+        self.n + i
+    }
+
+    /// Index of how far `a` has synced `b`.
+    #[inline(always)]
+    const fn syn(&self, a: usize, b: usize) -> usize {
+        2 * self.n + a * self.n + b
     }
 
     /// Number of streams tracked.
@@ -133,14 +162,19 @@ impl SyncTable {
         if m <= n {
             return;
         }
-        let mut synced = vec![0; m * m];
+        let mut grown = Self::new(m);
         for a in 0..n {
-            synced[a * m..a * m + n].copy_from_slice(&self.synced[a * n..a * n + n]);
+            let (ca, da) = (self.cells()[Self::cur(a)], self.cells()[self.done(a)]);
+            let (gc, gd) = (Self::cur(a), grown.done(a));
+            grown.cells_mut()[gc] = ca;
+            grown.cells_mut()[gd] = da;
+            for b in 0..n {
+                let v = self.cells()[self.syn(a, b)];
+                let g = grown.syn(a, b);
+                grown.cells_mut()[g] = v;
+            }
         }
-        self.synced = synced;
-        self.cursor.resize(m, 0);
-        self.completed.resize(m, 0);
-        self.n = m;
+        *self = grown;
     }
 
     fn check(&self, s: StreamId) -> Result<usize, UnknownStream> {
@@ -153,14 +187,15 @@ impl SyncTable {
 
     /// The cursor of the latest submission on `s`.
     pub fn cursor(&self, s: StreamId) -> Result<Cursor, UnknownStream> {
-        Ok(self.cursor[self.check(s)?])
+        Ok(self.cells()[Self::cur(self.check(s)?)])
     }
 
     /// Advances `s` by one submission and returns the new cursor.
     pub fn submit(&mut self, s: StreamId) -> Result<Cursor, UnknownStream> {
-        let i = self.check(s)?;
-        self.cursor[i] += 1;
-        Ok(self.cursor[i])
+        let i = Self::cur(self.check(s)?);
+        let c = &mut self.cells_mut()[i];
+        *c += 1;
+        Ok(*c)
     }
 
     /// How far `consumer` has synced `producer` (a stream is always synced
@@ -172,9 +207,9 @@ impl SyncTable {
     ) -> Result<Cursor, UnknownStream> {
         let (a, b) = (self.check(consumer)?, self.check(producer)?);
         Ok(if a == b {
-            self.cursor[a]
+            self.cells()[Self::cur(a)]
         } else {
-            self.synced[a * self.n + b]
+            self.cells()[self.syn(a, b)]
         })
     }
 
@@ -194,7 +229,8 @@ impl SyncTable {
         }
         for m in marks {
             let b = self.check(m.stream)?;
-            if b == a || m.cursor <= self.synced[a * self.n + b] || m.cursor <= self.completed[b] {
+            let cells = self.cells();
+            if b == a || m.cursor <= cells[self.syn(a, b)] || m.cursor <= cells[self.done(b)] {
                 continue;
             }
             if plan.need[b] == 0 {
@@ -217,7 +253,8 @@ impl SyncTable {
         cursor: Cursor,
     ) -> Result<bool, UnknownStream> {
         let (a, b) = (self.check(consumer)?, self.check(producer)?);
-        Ok(a != b && cursor > self.synced[a * self.n + b] && cursor > self.completed[b])
+        let cells = self.cells();
+        Ok(a != b && cursor > cells[self.syn(a, b)] && cursor > cells[self.done(b)])
     }
 
     /// Reports that `consumer` now waits on an event recorded on `producer`
@@ -238,8 +275,9 @@ impl SyncTable {
             return Ok(());
         }
         let n = self.n;
-        let merge_history = at >= self.cursor[b];
-        let ab = &mut self.synced[a * n + b];
+        let merge_history = at >= self.cells()[Self::cur(b)];
+        let i = self.syn(a, b);
+        let ab = &mut self.cells_mut()[i];
         *ab = (*ab).max(at);
         // With two streams there is no third one to learn about.
         if merge_history && n > 2 {
@@ -252,13 +290,15 @@ impl SyncTable {
     /// synced, but for the entries of `a` and `b` themselves.
     fn merge_history(&mut self, a: usize, b: usize) {
         let n = self.n;
+        let base = 2 * n;
+        let synced = &mut self.cells_mut()[base..];
         // Rows `a` (the consumer's, written) and `b` (read), split apart so
         // the merge is one pass of maxima over two slices.
         let (row_a, row_b) = if a < b {
-            let (lo, hi) = self.synced.split_at_mut(b * n);
+            let (lo, hi) = synced.split_at_mut(b * n);
             (&mut lo[a * n..a * n + n], &hi[..n])
         } else {
-            let (lo, hi) = self.synced.split_at_mut(a * n);
+            let (lo, hi) = synced.split_at_mut(a * n);
             (&mut hi[..n], &lo[b * n..b * n + n])
         };
         let keep = (row_a[a], row_a[b]);
@@ -275,25 +315,28 @@ impl SyncTable {
     /// device (an event recorded at `at` has passed). Completed work needs no
     /// wait from any stream.
     pub fn completed(&mut self, s: StreamId, at: Cursor) -> Result<(), UnknownStream> {
-        let i = self.check(s)?;
-        self.completed[i] = self.completed[i].max(at);
+        let i = self.done(self.check(s)?);
+        let c = &mut self.cells_mut()[i];
+        *c = (*c).max(at);
         Ok(())
     }
 
     /// Per stream, the highest cursor known complete.
     pub fn completed_all(&self) -> &[Cursor] {
-        &self.completed
+        &self.cells()[self.n..2 * self.n]
     }
 
     /// The highest cursor of `s` known complete.
     pub fn completed_cursor(&self, s: StreamId) -> Result<Cursor, UnknownStream> {
-        Ok(self.completed[self.check(s)?])
+        Ok(self.cells()[self.done(self.check(s)?)])
     }
 
     /// A host synchronization of everything: every stream is complete up to
     /// its cursor, so nothing needs a wait.
     pub fn all_completed(&mut self) {
-        self.completed.copy_from_slice(&self.cursor);
+        let n = self.n;
+        let (cursors, rest) = self.cells_mut().split_at_mut(n);
+        rest[..n].copy_from_slice(cursors);
     }
 }
 
@@ -470,8 +513,11 @@ mod tests {
 
     proptest! {
         #[test]
-        fn plan_matches_happens_before_model(ops in proptest::collection::vec(op(), 1..60)) {
-            let n = 3;
+        fn plan_matches_happens_before_model(
+            ops in proptest::collection::vec(op(), 1..60),
+            n in 2usize..4,
+        ) {
+            // Two streams and three: the cells laid out for each.
             let mut t = SyncTable::new(n);
             // model: knows[a][b] = max cursor of b ordered before a's next work
             let mut knows = vec![vec![0u64; n]; n];
@@ -479,13 +525,13 @@ mod tests {
             for op in ops {
                 match op {
                     Op::Submit(s) => {
-                        let s = s as usize;
+                        let s = s as usize % n;
                         cur[s] += 1;
                         knows[s][s] = cur[s];
                         t.submit(StreamId(s as u16)).unwrap();
                     }
                     Op::Sync { consumer, producer } => {
-                        let (a, b) = (consumer as usize, producer as usize);
+                        let (a, b) = (consumer as usize % n, producer as usize % n);
                         if a != b {
                             // a waits on an event recorded on b now: a learns all b knows.
                             let kb = knows[b].clone();
@@ -495,7 +541,7 @@ mod tests {
                         }
                     }
                     Op::Check { consumer, producer, back } => {
-                        let (a, b) = (consumer as usize, producer as usize);
+                        let (a, b) = (consumer as usize % n, producer as usize % n);
                         let c = cur[b].saturating_sub(back as u64);
                         if c == 0 { continue; }
                         let need = a != b && knows[a][b] < c;
