@@ -210,8 +210,12 @@ pub struct TableFull;
 /// [`NEAR_STREAMS`] streams the per-stream use cursors (one flat row per
 /// index), and the allocation its user handles share.
 #[derive(Debug)]
+// In declaration order (`repr(C)`): what a launch reads (the slots and
+// the stream count) first.
+#[repr(C)]
 pub struct BufferTable<H> {
     slots: Arena<BufferSlot<H>>,
+    streams: usize,
     /// Only past [`NEAR_STREAMS`] streams (empty before):
     /// `uses[index * streams + s]` is the last use by stream `s` of the
     /// buffer at `index` (rows are cleared when their buffer goes).
@@ -219,7 +223,6 @@ pub struct BufferTable<H> {
     /// Per index, the allocation the user handles of its buffers share
     /// (from the device's release queue).
     shares: Vec<&'static HandleShare>,
-    streams: usize,
 }
 
 impl<H: Copy> BufferTable<H> {

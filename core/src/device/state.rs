@@ -304,21 +304,23 @@ impl<P: Platform, L: RawLock> Env<P, L> {
 /// lock word in memory.
 #[repr(C)]
 pub(crate) struct Inner<P: Platform> {
-    pub(crate) releases: &'static ReleaseQueue,
     pub(crate) id: u64,
     /// Streams recording a capture now. While any is, no event is queried or
     /// synchronized (drivers' global capture mode forbids it).
     pub(crate) recording: u32,
+    pub(crate) sync: SyncTable,
     pub(crate) streams: StreamPool<StreamState<P>>,
     pub(crate) kernels: Vec<LoadedKernel<P>>,
-    pub(crate) taint: ErrorGraph<alloc::string::String>,
-    pub(crate) sync: SyncTable,
-    pub(crate) buffers: BufferTable<SliceHandle>,
     // Scratch space reused by every operation (no allocation when warm).
     pub(crate) scratch_bindings: Vec<Binding>,
+    pub(crate) buffers: BufferTable<SliceHandle>,
+    /// (Its emptiness, what a launch asks, is two words 32 bytes apart:
+    /// placed here they share a line on a 64-bit target.)
+    pub(crate) taint: ErrorGraph<alloc::string::String>,
     pub(crate) scratch_marks: Vec<WriteMark>,
-    pub(crate) scratch_ops: Vec<Operand>,
     pub(crate) stats: DeviceStats,
+    pub(crate) scratch_ops: Vec<Operand>,
+    pub(crate) releases: &'static ReleaseQueue,
     // The rest: rarer paths.
     pub(crate) plan: WaitPlan,
     /// Frees waiting for other streams' uses, pinned (by key) on each
