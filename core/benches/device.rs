@@ -17,7 +17,9 @@
 //! side by side. `PROFILE=pipeline_round_64_stages_cold` is the cold loop
 //! for cachegrind:
 //! `EVICT_KIB=1024 PROFILE=pipeline_round_64_stages_cold ITERS=N valgrind --tool=cachegrind --cache-sim=yes target/release/deps/device-*`
-//! (`EVICT_KIB` sets the walk's size: 8 MiB by default).
+//! (`EVICT_KIB` sets the walk's size: 8 MiB by default);
+//! `PROFILE=launch_3_buffers_info_hit_cold` does the same for a lone
+//! launch (one stream, its three buffers and info words cached).
 //!
 //! With `RATIO=1` it instead times `Device::alloc` + drop (default lock and
 //! spin lock) against `MemoryManager` reserve + free side by side, rounds
@@ -362,6 +364,16 @@ fn profile(name: &str, iters: u64) {
         "launch_3_buffers_info_hit" => {
             let l = Launch::<streamcore::device::DefaultLock>::new();
             (0..iters).for_each(|_| l.run());
+        }
+        // One launch at a time with the caches evicted before each (as
+        // the pipeline's cold profile): a launch's own cold lines.
+        "launch_3_buffers_info_hit_cold" => {
+            let l = Launch::<streamcore::device::DefaultLock>::new();
+            let mut buf = vec![0u8; evict_bytes()];
+            (0..iters).for_each(|_| {
+                evict_caches(&mut buf);
+                l.run();
+            });
         }
         "launch_3_buffers_info_hit_spinlock" => {
             let l = Launch::<SpinLock>::new();
