@@ -185,8 +185,7 @@ impl<P: Platform> Inner<P> {
                             info_range = Some(range);
                         }
                         None => {
-                            let r = self.info_upload(env, sid, info);
-                            let (range, uncached) = self.info_for_launch(sid, r)?;
+                            let (range, uncached) = self.info_missed(env, sid, info)?;
                             info_range = Some(range);
                             uncached_info = uncached;
                         }
@@ -287,8 +286,7 @@ impl<P: Platform> Inner<P> {
             self.stats.info_hits += 1;
         }
         if !booked && !info.is_empty() {
-            let r = self.info_binding(env, sid, info);
-            let (range, uncached) = self.info_for_launch(sid, r)?;
+            let (range, uncached) = self.info_unbooked(env, sid, info)?;
             info_range = Some(range);
             uncached_info = uncached;
         }
@@ -439,6 +437,36 @@ impl<P: Platform> Inner<P> {
                     .get(a.buffer.id())
                     .is_ok_and(|b| b.range().is_some())
         })
+    }
+
+    /// The info binding of a booked launch whose words the cache missed:
+    /// uploaded ([`info_upload`](Self::info_upload)). Out of line: the
+    /// common path's frame stays small.
+    #[cold]
+    #[inline(never)]
+    fn info_missed<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        info: &[u64],
+    ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
+        let r = self.info_upload(env, sid, info);
+        self.info_for_launch(sid, r)
+    }
+
+    /// The info binding of a launch not booked (a capture recording, a
+    /// claim somewhere): [`info_binding`](Self::info_binding). Out of line,
+    /// as [`info_missed`](Self::info_missed).
+    #[cold]
+    #[inline(never)]
+    fn info_unbooked<L: RawLock>(
+        &mut self,
+        env: &Env<P, L>,
+        sid: StreamId,
+        info: &[u64],
+    ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
+        let r = self.info_binding(env, sid, info);
+        self.info_for_launch(sid, r)
     }
 
     /// `r`, the info binding of a launch on `sid`

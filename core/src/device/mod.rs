@@ -287,13 +287,25 @@ impl<P: Platform, L: RawLock> Device<P, L> {
                 drop(lane);
                 match result {
                     Ok(()) => Ok(Launched::Queued),
-                    Err(e) => {
-                        let mut inner = self.shared.state.lock();
-                        Err(inner.tail_failed(stream, kernel, args, e))
-                    }
+                    Err(e) => Err(self.launch_tail_failed(stream, kernel, args, e)),
                 }
             }
         }
+    }
+
+    /// A launch's unlocked platform call failed: booked as failed under the
+    /// lock again. Out of line: the launch's frame stays small.
+    #[cold]
+    #[inline(never)]
+    fn launch_tail_failed(
+        &self,
+        stream: StreamId,
+        kernel: KernelId,
+        args: &[Arg<'_>],
+        e: P::Error,
+    ) -> Error<P::Error> {
+        let mut inner = self.shared.state.lock();
+        inner.tail_failed(stream, kernel, args, e)
     }
 
     /// Opens a capture window on `stream` with its warm-up.

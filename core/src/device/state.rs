@@ -363,6 +363,7 @@ impl<P: Platform> Inner<P> {
     }
 
     #[cold]
+    #[inline(never)]
     fn create_stream<L: RawLock>(&mut self, env: &Env<P, L>, sid: StreamId) -> Res<(), P> {
         self.streams.check(sid)?;
         let layout = &self.layout;
