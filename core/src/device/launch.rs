@@ -185,7 +185,7 @@ impl<P: Platform> Inner<P> {
                             info_range = Some(range);
                         }
                         None => {
-                            let (range, uncached) = self.info_missed(env, sid, info)?;
+                            let (range, uncached) = self.info_off_path(env, sid, info, true)?;
                             info_range = Some(range);
                             uncached_info = uncached;
                         }
@@ -286,7 +286,7 @@ impl<P: Platform> Inner<P> {
             self.stats.info_hits += 1;
         }
         if !booked && !info.is_empty() {
-            let (range, uncached) = self.info_unbooked(env, sid, info)?;
+            let (range, uncached) = self.info_off_path(env, sid, info, false)?;
             info_range = Some(range);
             uncached_info = uncached;
         }
@@ -439,33 +439,25 @@ impl<P: Platform> Inner<P> {
         })
     }
 
-    /// The info binding of a booked launch whose words the cache missed:
-    /// uploaded ([`info_upload`](Self::info_upload)). Out of line: the
-    /// common path's frame stays small.
+    /// The info binding of a launch off the common path: for a booked
+    /// launch whose words the cache missed, uploaded
+    /// ([`info_upload`](Self::info_upload)); for one not booked (a capture
+    /// recording, a claim somewhere), [`info_binding`](Self::info_binding).
+    /// Out of line: the common path's frame stays small.
     #[cold]
     #[inline(never)]
-    fn info_missed<L: RawLock>(
+    fn info_off_path<L: RawLock>(
         &mut self,
         env: &Env<P, L>,
         sid: StreamId,
         info: &[u64],
+        booked: bool,
     ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
-        let r = self.info_upload(env, sid, info);
-        self.info_for_launch(sid, r)
-    }
-
-    /// The info binding of a launch not booked (a capture recording, a
-    /// claim somewhere): [`info_binding`](Self::info_binding). Out of line,
-    /// as [`info_missed`](Self::info_missed).
-    #[cold]
-    #[inline(never)]
-    fn info_unbooked<L: RawLock>(
-        &mut self,
-        env: &Env<P, L>,
-        sid: StreamId,
-        info: &[u64],
-    ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
-        let r = self.info_binding(env, sid, info);
+        let r = if booked {
+            self.info_upload(env, sid, info)
+        } else {
+            self.info_binding(env, sid, info)
+        };
         self.info_for_launch(sid, r)
     }
 
