@@ -121,16 +121,6 @@ impl SyncTable {
         }
     }
 
-    #[inline(always)]
-    fn cells(&self) -> &[Cursor] {
-        &self.cells
-    }
-
-    #[inline(always)]
-    fn cells_mut(&mut self) -> &mut [Cursor] {
-        &mut self.cells
-    }
-
     /// Index of stream `i`'s cursor.
     #[inline(always)]
     const fn cur(i: usize) -> usize {
@@ -164,14 +154,14 @@ impl SyncTable {
         }
         let mut grown = Self::new(m);
         for a in 0..n {
-            let (ca, da) = (self.cells()[Self::cur(a)], self.cells()[self.done(a)]);
+            let (ca, da) = (self.cells[Self::cur(a)], self.cells[self.done(a)]);
             let (gc, gd) = (Self::cur(a), grown.done(a));
-            grown.cells_mut()[gc] = ca;
-            grown.cells_mut()[gd] = da;
+            grown.cells[gc] = ca;
+            grown.cells[gd] = da;
             for b in 0..n {
-                let v = self.cells()[self.syn(a, b)];
+                let v = self.cells[self.syn(a, b)];
                 let g = grown.syn(a, b);
-                grown.cells_mut()[g] = v;
+                grown.cells[g] = v;
             }
         }
         *self = grown;
@@ -187,13 +177,13 @@ impl SyncTable {
 
     /// The cursor of the latest submission on `s`.
     pub fn cursor(&self, s: StreamId) -> Result<Cursor, UnknownStream> {
-        Ok(self.cells()[Self::cur(self.check(s)?)])
+        Ok(self.cells[Self::cur(self.check(s)?)])
     }
 
     /// Advances `s` by one submission and returns the new cursor.
     pub fn submit(&mut self, s: StreamId) -> Result<Cursor, UnknownStream> {
         let i = Self::cur(self.check(s)?);
-        let c = &mut self.cells_mut()[i];
+        let c = &mut self.cells[i];
         *c += 1;
         Ok(*c)
     }
@@ -207,9 +197,9 @@ impl SyncTable {
     ) -> Result<Cursor, UnknownStream> {
         let (a, b) = (self.check(consumer)?, self.check(producer)?);
         Ok(if a == b {
-            self.cells()[Self::cur(a)]
+            self.cells[Self::cur(a)]
         } else {
-            self.cells()[self.syn(a, b)]
+            self.cells[self.syn(a, b)]
         })
     }
 
@@ -229,7 +219,7 @@ impl SyncTable {
         }
         for m in marks {
             let b = self.check(m.stream)?;
-            let cells = self.cells();
+            let cells = &self.cells;
             if b == a || m.cursor <= cells[self.syn(a, b)] || m.cursor <= cells[self.done(b)] {
                 continue;
             }
@@ -253,7 +243,7 @@ impl SyncTable {
         cursor: Cursor,
     ) -> Result<bool, UnknownStream> {
         let (a, b) = (self.check(consumer)?, self.check(producer)?);
-        let cells = self.cells();
+        let cells = &self.cells;
         Ok(a != b && cursor > cells[self.syn(a, b)] && cursor > cells[self.done(b)])
     }
 
@@ -275,9 +265,9 @@ impl SyncTable {
             return Ok(());
         }
         let n = self.n;
-        let merge_history = at >= self.cells()[Self::cur(b)];
+        let merge_history = at >= self.cells[Self::cur(b)];
         let i = self.syn(a, b);
-        let ab = &mut self.cells_mut()[i];
+        let ab = &mut self.cells[i];
         *ab = (*ab).max(at);
         // With two streams there is no third one to learn about.
         if merge_history && n > 2 {
@@ -291,7 +281,7 @@ impl SyncTable {
     fn merge_history(&mut self, a: usize, b: usize) {
         let n = self.n;
         let base = 2 * n;
-        let synced = &mut self.cells_mut()[base..];
+        let synced = &mut self.cells[base..];
         // Rows `a` (the consumer's, written) and `b` (read), split apart so
         // the merge is one pass of maxima over two slices.
         let (row_a, row_b) = if a < b {
@@ -316,26 +306,26 @@ impl SyncTable {
     /// wait from any stream.
     pub fn completed(&mut self, s: StreamId, at: Cursor) -> Result<(), UnknownStream> {
         let i = self.done(self.check(s)?);
-        let c = &mut self.cells_mut()[i];
+        let c = &mut self.cells[i];
         *c = (*c).max(at);
         Ok(())
     }
 
     /// Per stream, the highest cursor known complete.
     pub fn completed_all(&self) -> &[Cursor] {
-        &self.cells()[self.n..2 * self.n]
+        &self.cells[self.n..2 * self.n]
     }
 
     /// The highest cursor of `s` known complete.
     pub fn completed_cursor(&self, s: StreamId) -> Result<Cursor, UnknownStream> {
-        Ok(self.cells()[self.done(self.check(s)?)])
+        Ok(self.cells[self.done(self.check(s)?)])
     }
 
     /// A host synchronization of everything: every stream is complete up to
     /// its cursor, so nothing needs a wait.
     pub fn all_completed(&mut self) {
         let n = self.n;
-        let (cursors, rest) = self.cells_mut().split_at_mut(n);
+        let (cursors, rest) = self.cells.split_at_mut(n);
         rest[..n].copy_from_slice(cursors);
     }
 }
