@@ -345,6 +345,55 @@ mod tests {
         p.waits().collect()
     }
 
+    /// Growing moves every cursor, completed mark and synced entry to its
+    /// place in the larger block; the new streams start at zero.
+    #[test]
+    fn grow_keeps_every_cell() {
+        let mut t = SyncTable::new(2);
+        for _ in 0..3 {
+            t.submit(A).unwrap();
+        }
+        for _ in 0..5 {
+            t.submit(B).unwrap();
+        }
+        t.synced(A, B, 4).unwrap();
+        t.synced(B, A, 2).unwrap();
+        t.completed(A, 1).unwrap();
+        t.completed(B, 3).unwrap();
+        let before = |t: &SyncTable| {
+            (
+                [t.cursor(A).unwrap(), t.cursor(B).unwrap()],
+                [
+                    t.completed_cursor(A).unwrap(),
+                    t.completed_cursor(B).unwrap(),
+                ],
+                [
+                    t.synced_cursor(A, B).unwrap(),
+                    t.synced_cursor(B, A).unwrap(),
+                ],
+            )
+        };
+        let was = before(&t);
+        assert_eq!(was, ([3, 5], [1, 3], [4, 2]));
+        t.grow(4);
+        assert_eq!(t.streams(), 4);
+        assert_eq!(before(&t), was);
+        let d = StreamId(3);
+        assert_eq!(t.cursor(C).unwrap(), 0);
+        assert_eq!(t.completed_all(), &[1, 3, 0, 0]);
+        assert_eq!(t.synced_cursor(d, A).unwrap(), 0);
+        assert_eq!(t.synced_cursor(A, d).unwrap(), 0);
+        // The old streams' knowledge still decides their waits.
+        let w = WriteMark {
+            stream: B,
+            cursor: 4,
+        };
+        assert!(plan_of(&t, A, &[w]).is_empty(), "A synced B up to 4");
+        assert_eq!(plan_of(&t, C, &[w]), [(B, 4)], "C knows nothing of B");
+        t.all_completed();
+        assert_eq!(t.completed_all(), &[3, 5, 0, 0]);
+    }
+
     #[test]
     fn waits_once_then_not_again() {
         let mut t = SyncTable::new(2);
