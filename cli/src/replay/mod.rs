@@ -87,6 +87,20 @@ pool, whose pages are sized to their requests):
     }
 
 or a preset with another policy: {\"preset\": \"sliced\", \"policy\": {...}}.
+The policy may also start from a favour and name the settings of a
+resizable (virtual-memory) storage:
+
+    \"policy\": {\"favour\": \"bytes\",            (balanced, bytes, time; applied first)
+               \"trim_headroom_shift\": 7, \"page_rounding_shift\": 7,
+               \"commit_step_shift\": 6,   \"split_boundaries\": false,
+               \"large_page_granules\": 256,
+               \"strand_guard\": \"adaptive\",  (off, adaptive, on)
+               \"churn_budget\": {\"per_reserve_ns\": 500, \"per_mib_ns\": 150}}
+                                           (or \"unlimited\")
+
+Shifts are 0 to 64 (64: none). What each setting does: `MemoryPolicy` in
+the API documentation (cargo doc -p streamcore).
+
 Sizes are integers (bytes) or strings with B, KiB, MiB, GiB or TiB. Only
 `pools` (or `preset`) is required: alignment defaults to the device's (256;
 never below it), each policy member to its default. A request larger than

@@ -56,6 +56,49 @@ fn layouts_by_preset_and_by_file() {
     );
 }
 
+/// A layout file's policy names the settings of the resizable storage
+/// and a favour: favouring bytes holds fewer bytes for more storage calls,
+/// and a setting out of range is refused, saying where.
+#[test]
+fn a_policy_file_favours_bytes_or_names_settings() {
+    let dir = scratch("policy");
+    let t = trace("resnet50_train");
+    let run = |layout: &dyn AsRef<std::ffi::OsStr>| {
+        let out = replay(&[&"--json", &"--layout", layout, &t]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let v = &json_lines(&out)[0];
+        (u(v, "peak_reserved_bytes"), u(v, "storage_allocs"))
+    };
+    let default = run(&"balanced");
+    let file = dir.join("bytes.json");
+    std::fs::write(
+        &file,
+        r#"{"preset": "balanced", "policy": {"favour": "bytes"}}"#,
+    )
+    .unwrap();
+    let bytes = run(&file);
+    assert!(bytes.0 < default.0, "fewer bytes: {bytes:?} {default:?}");
+    assert!(bytes.1 > default.1, "for more calls: {bytes:?} {default:?}");
+    // The default's own settings, named: the default's figures.
+    std::fs::write(
+        &file,
+        r#"{"preset": "balanced", "policy": {"trim_headroom_shift": 7,
+            "commit_step_shift": 6, "strand_guard": "adaptive",
+            "churn_budget": {"per_reserve_ns": 500, "per_mib_ns": 150}}}"#,
+    )
+    .unwrap();
+    assert_eq!(run(&file), default);
+    std::fs::write(
+        &file,
+        r#"{"preset": "balanced", "policy": {"commit_step_shift": 99}}"#,
+    )
+    .unwrap();
+    assert_refused(
+        &replay(&[&"--layout", &file, &t]),
+        &["policy.commit_step_shift: 99 is above 64"],
+    );
+}
+
 #[test]
 fn layouts_that_do_not_fit_the_device_are_refused_before_the_first_event() {
     let dir = scratch("layouts-device");

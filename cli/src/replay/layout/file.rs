@@ -1,13 +1,11 @@
 //! A layout file's text, parsed into a [`MemoryLayout`].
 
-use std::num::NonZeroU64;
-
 use streamcore::memory::{LayoutError, MemoryLayout, MemoryPolicy, PoolKind, PoolSpec};
 use streamcore::platform::DeviceProperties;
 use streamcore_mock::replay::json::{self, Value};
 
 use super::preset_named;
-use super::values::{boolean, integer, size};
+use super::values::size;
 
 /// What was wrong with a layout file's text.
 #[derive(Debug, PartialEq)]
@@ -98,7 +96,7 @@ pub fn parse(text: &str, props: &DeviceProperties) -> Result<MemoryLayout, FileE
     match doc.get("policy") {
         None => Ok(base),
         Some(p) => {
-            let policy = policy(p, *base.policy())?;
+            let policy = super::policy::parse(p, *base.policy())?;
             base.with_policy(policy).map_err(FileError::Invalid)
         }
     }
@@ -151,49 +149,10 @@ fn pool(v: &Value, at: &str) -> Result<PoolSpec, FileError> {
     })
 }
 
-fn policy(v: &Value, mut policy: MemoryPolicy) -> Result<MemoryPolicy, FileError> {
-    let Value::Object(members) = v else {
-        return Err(format_err("policy", "not a JSON object"));
-    };
-    for (key, value) in members {
-        let at = format!("policy.{key}");
-        match key.as_str() {
-            "trim_before_grow" => policy.trim_before_grow = boolean(value, &at)?,
-            "force_persistent" => policy.force_persistent = boolean(value, &at)?,
-            "release_idle_after" => {
-                policy.release_idle_after = match value {
-                    Value::Null | Value::UInt(0) => None,
-                    _ => NonZeroU64::new(integer(value, &at)?),
-                }
-            }
-            "fit_slack_shift" => {
-                let shift = integer(value, &at)?;
-                if shift > 64 {
-                    return Err(format_err(at, "above 64 (64 means exact fits only)"));
-                }
-                policy.fit_slack_shift = shift as u32;
-            }
-            "max_pages" => {
-                let pages = integer(value, &at)?;
-                // Out-of-range budgets are the layout's own error.
-                policy.max_pages = u32::try_from(pages).unwrap_or(u32::MAX);
-            }
-            other => {
-                return Err(format_err(
-                    "policy",
-                    format!(
-                        "unknown member \"{other}\" (expected trim_before_grow, \
-                         release_idle_after, fit_slack_shift, force_persistent, max_pages)"
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(policy)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::num::NonZeroU64;
+
     use streamcore::memory::LayoutPreset;
 
     use super::super::props;

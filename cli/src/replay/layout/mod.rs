@@ -17,7 +17,8 @@
 //! ```
 //!
 //! or `{"preset": "balanced", "policy": {...}}` to change only the policy of
-//! a preset.
+//! a preset. The policy may name every [`MemoryPolicy`](streamcore::memory::MemoryPolicy)
+//! setting and a `favour` to start from (`policy.rs`).
 //!
 //! A layout that is valid in itself is then checked against the device it
 //! would run on ([`check_device`]): no pool may make pages larger than the
@@ -26,6 +27,7 @@
 
 mod device;
 mod file;
+mod policy;
 mod values;
 
 use std::fmt;

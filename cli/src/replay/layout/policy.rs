@@ -1,0 +1,296 @@
+//! A layout file's `policy` member: every [`MemoryPolicy`] setting, and a
+//! `favour` to start from.
+//!
+//! ```json
+//! "policy": {"favour": "bytes", "commit_step_shift": 6,
+//!            "strand_guard": "adaptive",
+//!            "churn_budget": {"per_reserve_ns": 500, "per_mib_ns": 150}}
+//! ```
+//!
+//! `favour` (`balanced`, `bytes`, `time`: [`MemoryPolicy::favouring`]) is
+//! applied first, whatever its place; the other members then change the
+//! setting they name. Members left out keep the layout's own policy (the
+//! preset's, or the default).
+
+use std::num::NonZeroU64;
+
+use streamcore::memory::{ChurnBudget, Favour, MemoryPolicy, StrandGuard};
+use streamcore_mock::replay::json::Value;
+
+use super::file::{FileError, format_err};
+use super::values::{boolean, integer};
+
+/// The members a policy may have, for the error that names an unknown one.
+const MEMBERS: &str = "favour, trim_before_grow, trim_headroom_shift, release_idle_after, \
+     fit_slack_shift, page_rounding_shift, force_persistent, commit_step_shift, \
+     split_boundaries, large_page_granules, strand_guard, churn_budget, max_pages";
+
+/// `policy` parsed over `base` (the layout's own policy).
+pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileError> {
+    let Value::Object(members) = v else {
+        return Err(format_err("policy", "not a JSON object"));
+    };
+    let mut policy = match v.get("favour") {
+        None => base,
+        Some(f) => MemoryPolicy::favouring(favour(f)?),
+    };
+    for (key, value) in members {
+        let at = format!("policy.{key}");
+        match key.as_str() {
+            "favour" => {}
+            "trim_before_grow" => policy.trim_before_grow = boolean(value, &at)?,
+            "force_persistent" => policy.force_persistent = boolean(value, &at)?,
+            "split_boundaries" => policy.split_boundaries = boolean(value, &at)?,
+            "release_idle_after" => {
+                policy.release_idle_after = match value {
+                    Value::Null | Value::UInt(0) => None,
+                    _ => NonZeroU64::new(integer(value, &at)?),
+                }
+            }
+            "fit_slack_shift" => {
+                policy.fit_slack_shift = shift(value, &at, "exact fits only")?;
+            }
+            "trim_headroom_shift" => {
+                policy.trim_headroom_shift = shift(value, &at, "no headroom")?;
+            }
+            "page_rounding_shift" => {
+                policy.page_rounding_shift = shift(value, &at, "exact sizes")?;
+            }
+            "commit_step_shift" => {
+                policy.commit_step_shift = shift(value, &at, "no reaching ahead")?;
+            }
+            "large_page_granules" => {
+                let n = integer(value, &at)?;
+                policy.large_page_granules = match u32::try_from(n) {
+                    Ok(n) if n > 0 => n,
+                    _ => return Err(format_err(at, format!("{n} is not in 1..=4294967295"))),
+                };
+            }
+            "strand_guard" => policy.strand_guard = strand_guard(value, &at)?,
+            "churn_budget" => policy.churn_budget = churn_budget(value, policy.churn_budget)?,
+            "max_pages" => {
+                let pages = integer(value, &at)?;
+                // Out-of-range budgets are the layout's own error.
+                policy.max_pages = u32::try_from(pages).unwrap_or(u32::MAX);
+            }
+            other => {
+                return Err(format_err(
+                    "policy",
+                    format!("unknown member \"{other}\" (expected {MEMBERS})"),
+                ));
+            }
+        }
+    }
+    Ok(policy)
+}
+
+/// A shift of `0..=64` (64: `at_64`).
+fn shift(v: &Value, at: &str, at_64: &str) -> Result<u32, FileError> {
+    let s = integer(v, at)?;
+    if s > 64 {
+        return Err(format_err(
+            at,
+            format!("{s} is above 64 (64 means {at_64})"),
+        ));
+    }
+    Ok(s as u32)
+}
+
+fn favour(v: &Value) -> Result<Favour, FileError> {
+    match v.as_str() {
+        Some("balanced") => Ok(Favour::Balanced),
+        Some("bytes") => Ok(Favour::Bytes),
+        Some("time") => Ok(Favour::Time),
+        _ => Err(format_err(
+            "policy.favour",
+            "not \"balanced\", \"bytes\" or \"time\"",
+        )),
+    }
+}
+
+fn strand_guard(v: &Value, at: &str) -> Result<StrandGuard, FileError> {
+    match v.as_str() {
+        Some("off") => Ok(StrandGuard::Off),
+        Some("adaptive") => Ok(StrandGuard::Adaptive),
+        Some("on") => Ok(StrandGuard::On),
+        _ => Err(format_err(at, "not \"off\", \"adaptive\" or \"on\"")),
+    }
+}
+
+/// `"unlimited"`, or an object with either part (the other kept).
+fn churn_budget(v: &Value, mut budget: ChurnBudget) -> Result<ChurnBudget, FileError> {
+    let at = "policy.churn_budget";
+    match v {
+        Value::Str(s) if s == "unlimited" => return Ok(ChurnBudget::UNLIMITED),
+        Value::Object(members) => {
+            for (key, value) in members {
+                let at = format!("{at}.{key}");
+                match key.as_str() {
+                    "per_reserve_ns" => budget.per_reserve_ns = integer(value, &at)?,
+                    "per_mib_ns" => budget.per_mib_ns = integer(value, &at)?,
+                    other => {
+                        return Err(format_err(
+                            at,
+                            format!(
+                                "unknown member \"{other}\" (expected per_reserve_ns, per_mib_ns)"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        _ => {
+            return Err(format_err(
+                at,
+                "not \"unlimited\" or an object {\"per_reserve_ns\": N, \"per_mib_ns\": N}",
+            ));
+        }
+    }
+    Ok(budget)
+}
+
+#[cfg(test)]
+mod tests {
+    use streamcore::memory::{LayoutPreset, MemoryLayout};
+
+    use super::super::file::parse as parse_file;
+    use super::super::props;
+    use super::*;
+
+    fn policy_of(text: &str) -> Result<MemoryPolicy, FileError> {
+        parse_file(text, &props()).map(|l| *l.policy())
+    }
+
+    fn balanced() -> MemoryPolicy {
+        *MemoryLayout::preset(LayoutPreset::Balanced, &props()).policy()
+    }
+
+    #[test]
+    fn every_setting_can_be_named() {
+        let p = policy_of(
+            r#"{"preset": "balanced", "policy": {
+                "trim_headroom_shift": 10, "page_rounding_shift": 64,
+                "commit_step_shift": 5, "split_boundaries": true,
+                "large_page_granules": 128, "strand_guard": "off",
+                "churn_budget": {"per_reserve_ns": 0, "per_mib_ns": 300}}}"#,
+        )
+        .unwrap();
+        let want = MemoryPolicy {
+            trim_headroom_shift: 10,
+            page_rounding_shift: 64,
+            commit_step_shift: 5,
+            split_boundaries: true,
+            large_page_granules: 128,
+            strand_guard: StrandGuard::Off,
+            churn_budget: ChurnBudget {
+                per_reserve_ns: 0,
+                per_mib_ns: 300,
+            },
+            ..balanced()
+        };
+        assert_eq!(p, want);
+    }
+
+    #[test]
+    fn favour_is_the_base_wherever_it_stands() {
+        let bytes = MemoryPolicy::favouring(Favour::Bytes);
+        assert_eq!(
+            policy_of(r#"{"preset": "balanced", "policy": {"favour": "bytes"}}"#).unwrap(),
+            bytes
+        );
+        // Named after the setting it would otherwise reset: the setting
+        // still wins.
+        let p = policy_of(
+            r#"{"preset": "balanced", "policy": {"commit_step_shift": 6, "favour": "bytes"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            p,
+            MemoryPolicy {
+                commit_step_shift: 6,
+                ..bytes
+            }
+        );
+        let time = policy_of(r#"{"preset": "balanced", "policy": {"favour": "time"}}"#).unwrap();
+        assert_eq!(time, MemoryPolicy::favouring(Favour::Time));
+    }
+
+    #[test]
+    fn a_budget_part_left_out_is_kept_and_unlimited_never_binds() {
+        let p =
+            policy_of(r#"{"preset": "balanced", "policy": {"churn_budget": {"per_mib_ns": 9}}}"#)
+                .unwrap();
+        assert_eq!(p.churn_budget.per_mib_ns, 9);
+        assert_eq!(
+            p.churn_budget.per_reserve_ns,
+            balanced().churn_budget.per_reserve_ns
+        );
+        let p = policy_of(r#"{"preset": "balanced", "policy": {"churn_budget": "unlimited"}}"#)
+            .unwrap();
+        assert_eq!(p.churn_budget, ChurnBudget::UNLIMITED);
+    }
+
+    #[test]
+    fn bad_settings_say_where_and_why() {
+        for (text, at, why) in [
+            (
+                r#"{"preset": "balanced", "policy": {"commit_step_shift": 65}}"#,
+                "policy.commit_step_shift",
+                "65 is above 64",
+            ),
+            (
+                r#"{"preset": "balanced", "policy": {"large_page_granules": 0}}"#,
+                "policy.large_page_granules",
+                "0 is not in 1..",
+            ),
+            (
+                r#"{"preset": "balanced", "policy": {"large_page_granules": 4294967296}}"#,
+                "policy.large_page_granules",
+                "not in 1..",
+            ),
+            (
+                r#"{"preset": "balanced", "policy": {"strand_guard": "sometimes"}}"#,
+                "policy.strand_guard",
+                "not \"off\"",
+            ),
+            (
+                r#"{"preset": "balanced", "policy": {"favour": "speed"}}"#,
+                "policy.favour",
+                "not \"balanced\"",
+            ),
+            (
+                r#"{"preset": "balanced", "policy": {"churn_budget": 5}}"#,
+                "policy.churn_budget",
+                "not \"unlimited\"",
+            ),
+            (
+                r#"{"preset": "balanced", "policy": {"churn_budget": {"per_gib_ns": 5}}}"#,
+                "policy.churn_budget.per_gib_ns",
+                "unknown member",
+            ),
+            (
+                r#"{"preset": "balanced", "policy": {"trim_headroom_shift": -1}}"#,
+                "policy.trim_headroom_shift",
+                "negative",
+            ),
+            (
+                r#"{"preset": "balanced", "policy": {"split_boundaries": 1}}"#,
+                "policy.split_boundaries",
+                "not true or false",
+            ),
+            (
+                r#"{"preset": "balanced", "policy": {"strand": "on"}}"#,
+                "policy",
+                "strand_guard, churn_budget",
+            ),
+        ] {
+            match policy_of(text) {
+                Err(FileError::Format { at: got, why: w }) => {
+                    assert_eq!(got, at, "{text}");
+                    assert!(w.contains(why), "{text}: {w}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+}
