@@ -1,0 +1,114 @@
+//! One policy through the driver model, on every trace set: for a sweep
+//! of the default policy's settings (which of them moves what).
+//!
+//! `cargo run --release -p streamcore-mock --example policy_sweep -- [SETTINGS]`
+//!
+//! `SETTINGS` changes the default policy, comma-separated `name=value`:
+//! `trim` (trim headroom shift), `step` (commit step shift), `large`
+//! (large page granules), `fit` (fit slack shift), `round` (page rounding
+//! shift), `reserve_ns` and `mib_ns` (the churn budget's parts), `split`
+//! (0 or 1). Prints one line per trace and touch mode (the recorded
+//! traces, `synthetic::workloads`, `synthetic::held_out` and the fresh
+//! sets of seeds 7919 and 104729): name, touch (`no` / `yes`), peak used
+//! over peak live on the virtual-memory route, the predicted H200 wall in
+//! ms (`DriverTable::predicted_wall_ms`) and the commits. The ratios are
+//! the ones the H200 shows for the same policy (BENCHMARKS.md section 6);
+//! the walls are estimates.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use streamcore::memory::{MemoryLayout, MemoryPolicy};
+use streamcore::platform::DeviceProperties;
+use streamcore_mock::replay::{
+    DriverModel, H200, ReplayOptions, StreamcoreTarget, Trace, replay, synthetic,
+};
+
+/// `policy` with `settings` applied, or why not.
+fn apply(mut policy: MemoryPolicy, settings: &str) -> Result<MemoryPolicy, String> {
+    for kv in settings.split(',').filter(|s| !s.is_empty()) {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("{kv}: not name=value"))?;
+        let v: u64 = v
+            .parse()
+            .map_err(|_| format!("{kv}: not a non-negative integer"))?;
+        let small = || u32::try_from(v).map_err(|_| format!("{kv}: too large"));
+        match k {
+            "trim" => policy.trim_headroom_shift = small()?,
+            "step" => policy.commit_step_shift = small()?,
+            "large" => policy.large_page_granules = small()?.max(1),
+            "fit" => policy.fit_slack_shift = small()?,
+            "round" => policy.page_rounding_shift = small()?,
+            "reserve_ns" => policy.churn_budget.per_reserve_ns = v,
+            "mib_ns" => policy.churn_budget.per_mib_ns = v,
+            "split" => policy.split_boundaries = v != 0,
+            _ => return Err(format!("{k}: no such setting")),
+        }
+    }
+    Ok(policy)
+}
+
+fn main() -> ExitCode {
+    let settings = std::env::args().nth(1).unwrap_or_default();
+    let props = DeviceProperties {
+        total_memory: 141_000_000_000,
+        max_page_size: 141_000_000_000 / 4,
+        alignment: 256,
+        integrated: false,
+    };
+    let base = MemoryLayout::for_device(&props);
+    let layout = match apply(*base.policy(), &settings).map(|p| base.with_policy(p)) {
+        Ok(Ok(l)) => l,
+        Ok(Err(e)) => {
+            eprintln!("policy_sweep: the policy was refused: {e}");
+            return ExitCode::from(2);
+        }
+        Err(why) => {
+            eprintln!("policy_sweep: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut traces: Vec<(String, Trace)> = Vec::new();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
+    for n in [
+        "gpt2_train",
+        "resnet50_train",
+        "llama_decode",
+        "two_stream_pipeline",
+    ] {
+        match Trace::load(dir.join(format!("{n}.jsonl.gz"))) {
+            Ok(t) => traces.push((n.to_string(), t)),
+            Err(e) => {
+                eprintln!("policy_sweep: {n}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    traces.extend(synthetic::workloads());
+    traces.extend(synthetic::held_out());
+    traces.extend(synthetic::fresh(7919));
+    traces.extend(synthetic::fresh(104729));
+    for (name, trace) in &traces {
+        for touch in [false, true] {
+            let mut t = StreamcoreTarget::new(layout.clone(), 256).with_model(DriverModel::Vmm);
+            if touch {
+                t = t.ordered();
+            }
+            match replay(trace, &mut t, ReplayOptions::default()) {
+                Ok(r) => println!(
+                    "{name} {} {:.4} {:.2} {}",
+                    if touch { "yes" } else { "no" },
+                    r.ratio(),
+                    H200.predicted_wall_ms(r.events, r.storage.driver_ns),
+                    r.storage.commits
+                ),
+                Err(e) => {
+                    eprintln!("policy_sweep: {name}: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
