@@ -15,9 +15,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use streamcore::memory::{Favour, MemoryLayout, MemoryPolicy};
-use streamcore::platform::DeviceProperties;
 use streamcore_mock::replay::{
-    DriverModel, H200, ReplayOptions, StreamcoreTarget, Trace, replay, synthetic,
+    DriverModel, H200, H200_PROPERTIES, ReplayOptions, StreamcoreTarget, Trace, replay, synthetic,
 };
 
 fn main() -> ExitCode {
@@ -77,13 +76,7 @@ fn main() -> ExitCode {
     } else if args.is_empty() {
         traces.extend(synthetic::workloads());
     }
-    let props = DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    };
-    let base = MemoryLayout::for_device(&props);
+    let base = MemoryLayout::for_device(&H200_PROPERTIES);
 
     // "touch": the default policy with every allocation touched by a
     // command on its stream and freed in stream order, as

@@ -19,9 +19,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use streamcore::memory::{MemoryLayout, MemoryPolicy};
-use streamcore::platform::DeviceProperties;
 use streamcore_mock::replay::{
-    DriverModel, H200, ReplayOptions, StreamcoreTarget, Trace, replay, synthetic,
+    DriverModel, H200, H200_PROPERTIES, ReplayOptions, StreamcoreTarget, Trace, replay, synthetic,
 };
 
 /// `policy` with `settings` applied, or why not.
@@ -51,13 +50,7 @@ fn apply(mut policy: MemoryPolicy, settings: &str) -> Result<MemoryPolicy, Strin
 
 fn main() -> ExitCode {
     let settings = std::env::args().nth(1).unwrap_or_default();
-    let props = DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    };
-    let base = MemoryLayout::for_device(&props);
+    let base = MemoryLayout::for_device(&H200_PROPERTIES);
     let layout = match apply(*base.policy(), &settings).map(|p| base.with_policy(p)) {
         Ok(Ok(l)) => l,
         Ok(Err(e)) => {

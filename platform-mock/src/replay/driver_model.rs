@@ -8,7 +8,9 @@
 //! beside it. Change the table, not the code, when the driver is measured
 //! again.
 
-use streamcore::platform::{CallCost, ResizableTerms, StorageCosts, StorageTerms};
+use streamcore::platform::{
+    CallCost, DeviceProperties, ResizableTerms, StorageCosts, StorageTerms,
+};
 
 const MIB: u64 = 1 << 20;
 
@@ -51,6 +53,16 @@ impl DriverTable {
         (driver_ns as f64 + events as f64 * self.host_event_ns as f64) / 1e6
     }
 }
+
+/// The H200's properties as the recorded traces saw them (141 GB, pages
+/// of up to a quarter of it, 256-byte alignment): the device the model's
+/// replays lay their pools out for.
+pub const H200_PROPERTIES: DeviceProperties = DeviceProperties {
+    total_memory: 141_000_000_000,
+    max_page_size: 141_000_000_000 / 4,
+    alignment: 256,
+    integrated: false,
+};
 
 /// The H200 (141 GB HBM3e), driver 580.159.04, HIP over CUDA 13.0.
 ///

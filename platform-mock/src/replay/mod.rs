@@ -33,7 +33,7 @@ pub use counting::{Accounting, CountingError, CountingStorage, StorageStats};
 pub use driver::{
     ReplayError, ReplayOptions, ReplayReport, ReplayTarget, Sample, StreamcoreTarget, replay,
 };
-pub use driver_model::{DriverModel, DriverTable, H200};
+pub use driver_model::{DriverModel, DriverTable, H200, H200_PROPERTIES};
 pub use trace::{MAX_TRACE_SIZE, MAX_TRACE_STREAMS, Trace, TraceError, TraceEvent, TraceHeader};
 
 #[cfg(test)]

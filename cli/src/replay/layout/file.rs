@@ -300,14 +300,6 @@ mod tests {
                 "below the device's alignment 256",
             ),
         ];
-        for (text, at_want, why_want) in cases {
-            match parse(text, &props()) {
-                Err(FileError::Format { at, why }) => {
-                    assert_eq!(at, at_want, "{text}");
-                    assert!(why.contains(why_want), "{text}: {why}");
-                }
-                other => panic!("{text}: {other:?}"),
-            }
-        }
+        super::super::assert_format_errors(&cases);
     }
 }

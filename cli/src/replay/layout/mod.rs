@@ -175,16 +175,26 @@ fn preset_named(name: &str) -> Option<LayoutPreset> {
     PRESETS.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
 }
 
+/// Asserts that each layout file text is refused with a format error at
+/// `at` whose reason contains `why`.
+#[cfg(test)]
+fn assert_format_errors(cases: &[(&str, &str, &str)]) {
+    for &(text, at_want, why_want) in cases {
+        match file::parse(text, &props()) {
+            Err(file::FileError::Format { at, why }) => {
+                assert_eq!(at, at_want, "{text}");
+                assert!(why.contains(why_want), "{text}: {why}");
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+}
+
 /// The device of the layout tests: an H200's memory, a quarter of it per
 /// page.
 #[cfg(test)]
 fn props() -> DeviceProperties {
-    DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    }
+    streamcore_mock::replay::H200_PROPERTIES
 }
 
 #[cfg(test)]

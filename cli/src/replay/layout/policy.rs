@@ -232,7 +232,7 @@ mod tests {
 
     #[test]
     fn bad_settings_say_where_and_why() {
-        for (text, at, why) in [
+        super::super::assert_format_errors(&[
             (
                 r#"{"preset": "balanced", "policy": {"commit_step_shift": 65}}"#,
                 "policy.commit_step_shift",
@@ -283,14 +283,6 @@ mod tests {
                 "policy",
                 "strand_guard, churn_budget",
             ),
-        ] {
-            match policy_of(text) {
-                Err(FileError::Format { at: got, why: w }) => {
-                    assert_eq!(got, at, "{text}");
-                    assert!(w.contains(why), "{text}: {w}");
-                }
-                other => panic!("{text}: {other:?}"),
-            }
-        }
+        ]);
     }
 }

@@ -44,12 +44,7 @@ fn lines(events: &[&str]) -> String {
 
 /// The H200's properties, as the recorded traces saw them.
 fn h200() -> DeviceProperties {
-    DeviceProperties {
-        total_memory: 141_000_000_000,
-        max_page_size: 141_000_000_000 / 4,
-        alignment: 256,
-        integrated: false,
-    }
+    crate::replay::H200_PROPERTIES
 }
 
 /// The recorded traces' folder.
