@@ -224,3 +224,66 @@ fn a_small_device_stages_through_its_own_layout() {
     d.sync_all().unwrap();
     assert_no_hazards(&d);
 }
+
+/// A launch whose info words miss the cache takes device memory for them:
+/// buffers the user dropped are given back first, as an allocation gives
+/// them back (the launch's common path leaves dropped handles to the next
+/// operation that takes memory; an info upload is one).
+#[test]
+fn an_info_upload_takes_back_dropped_buffers_first() {
+    use streamcore::memory::{MemoryLayout, MemoryPolicy, PoolSpec};
+    let config = MockConfig::default()
+        .seed(7)
+        .total_memory(1 << 20)
+        .max_page_size(64 << 10)
+        .host_memory(256 << 10);
+    let mock = MockPlatform::with_config(config).unwrap();
+    kernels::register_mock(&mock);
+    let layout = MemoryLayout::new(
+        &[
+            PoolSpec::small(4 << 10, 1 << 10),
+            PoolSpec::exclusive(64 << 10),
+        ],
+        256,
+        MemoryPolicy::default(),
+    )
+    .unwrap();
+    let d = Device::new(
+        FaultInjector::new(mock, FaultPlan::new()),
+        DeviceConfig::with_streams(1).layout(layout),
+    )
+    .unwrap();
+    let fill = d.load_kernel(&kernels::FILL).unwrap();
+    let n = 16;
+    let out = d.alloc(S0, 4 * n as u64).unwrap();
+    // The device full of buffers no work ever used, then all dropped.
+    let mut full = Vec::new();
+    let err = loop {
+        match d.alloc(S0, 64 << 10) {
+            Ok(b) => full.push(b),
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(
+            err,
+            Error::Memory(streamcore::memory::MemoryError::OutOfMemory { .. })
+        ),
+        "{err}"
+    );
+    assert!(full.len() >= 8, "{} buffers", full.len());
+    drop(full);
+    // Info words past the small pool's slices: their upload takes a page
+    // of the device's memory.
+    let mut info = vec![0u64; 8000];
+    info[0] = n as u64;
+    info[1] = 9;
+    assert_eq!(
+        d.launch(S0, fill, dims(n), &[out.write()], &info).unwrap(),
+        Launched::Queued
+    );
+    assert_eq!(words(&d.read(S0, &out).unwrap()), vec![9; n]);
+    drop(out);
+    d.sync_all().unwrap();
+    assert_no_hazards(&d);
+}

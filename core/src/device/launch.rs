@@ -570,6 +570,10 @@ impl<P: Platform> Inner<P> {
         sid: StreamId,
         info: &[u64],
     ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
+        // The one part of a launch that takes memory: the handles dropped
+        // since the last operation that did give theirs back first (the
+        // common path leaves them, for its lines' sake).
+        self.process_releases(env);
         let st = self.stream(env, sid)?;
         let bytes = words_bytes(info);
         let (handle, range) = st.memory.reserve(bytes)?;
