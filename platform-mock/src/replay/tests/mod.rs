@@ -7,7 +7,6 @@ use std::string::String;
 use std::vec::Vec;
 
 use streamcore::memory::{MemoryLayout, MemoryPolicy, PoolSpec};
-use streamcore::platform::DeviceProperties;
 
 use super::*;
 
@@ -40,11 +39,6 @@ fn lines(events: &[&str]) -> String {
     }
     s.push('\n');
     s
-}
-
-/// The H200's properties, as the recorded traces saw them.
-fn h200() -> DeviceProperties {
-    crate::replay::H200_PROPERTIES
 }
 
 /// The recorded traces' folder.

@@ -71,7 +71,7 @@ fn replay_failures_name_the_event() {
 #[test]
 fn recorded_traces_meet_the_ratio_targets() {
     let dir = traces_dir();
-    let props = h200();
+    let props = H200_PROPERTIES;
     for (name, target) in [
         ("gpt2_train", 1.047),
         ("resnet50_train", 1.043),
@@ -196,7 +196,7 @@ fn the_counting_storage_charges_the_drivers_terms() {
 #[test]
 fn the_driver_model_holds_its_figures_per_trace() {
     let dir = traces_dir();
-    let props = h200();
+    let props = H200_PROPERTIES;
     // (trace, model, ratio x 1e4, allocs (commits included), commits,
     // decommits, driver ms x 10)
     let expected: [(&str, DriverModel, u64, u64, u64, u64, u64); 8] = [
@@ -253,7 +253,7 @@ fn the_driver_model_holds_its_figures_per_trace() {
 #[test]
 fn the_driver_model_predicts_the_h200_walls() {
     let dir = traces_dir();
-    let props = h200();
+    let props = H200_PROPERTIES;
     for (name, measured_ms) in [
         ("gpt2_train", 11.8),
         ("resnet50_train", 6.2),
@@ -303,7 +303,7 @@ fn the_held_out_set_is_other_traces_of_the_same_families() {
 #[test]
 fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
     let dir = traces_dir();
-    let props = h200();
+    let props = H200_PROPERTIES;
     // (trace, ratio x 1e4, commits, decommits, waits)
     let expected: [(&str, u64, u64, u64, u64); 4] = [
         ("gpt2_train", 10220, 212, 11, 3),
@@ -421,7 +421,7 @@ fn the_driver_model_holds_its_figures_on_unseen_workloads() {
 
 /// The default layout of the H200 the model replays against.
 fn h200_layout() -> MemoryLayout {
-    MemoryLayout::for_device(&h200())
+    MemoryLayout::for_device(&H200_PROPERTIES)
 }
 
 /// The churn budget bounds the decommits a manager makes by choice: on the
