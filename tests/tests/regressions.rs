@@ -38,6 +38,33 @@ fn assert_no_hazards(d: &Device<Mock>) {
     d.with_platform(|p| p.inner().assert_no_hazards());
 }
 
+/// A device of 1 MiB (pages of up to 64 KiB, 256 KiB of pinned host
+/// memory) with a layout sized for it: a small pool and exclusive pages.
+fn small_device() -> Device<Mock> {
+    use streamcore::memory::{MemoryLayout, MemoryPolicy, PoolSpec};
+    let config = MockConfig::default()
+        .seed(7)
+        .total_memory(1 << 20)
+        .max_page_size(64 << 10)
+        .host_memory(256 << 10);
+    let mock = MockPlatform::with_config(config).unwrap();
+    kernels::register_mock(&mock);
+    let layout = MemoryLayout::new(
+        &[
+            PoolSpec::small(4 << 10, 1 << 10),
+            PoolSpec::exclusive(64 << 10),
+        ],
+        256,
+        MemoryPolicy::default(),
+    )
+    .unwrap();
+    Device::new(
+        FaultInjector::new(mock, FaultPlan::new()),
+        DeviceConfig::with_streams(1).layout(layout),
+    )
+    .unwrap()
+}
+
 /// Issue 14 item 1: a read whose host synchronization fails must not free
 /// its staging slice while the copy into it may still be queued — the next
 /// upload would reuse it and the queued copy overwrite it.
@@ -196,28 +223,7 @@ fn info_words_are_staged_with_one_host_write() {
 /// and ran out of pinned memory).
 #[test]
 fn a_small_device_stages_through_its_own_layout() {
-    use streamcore::memory::{MemoryLayout, MemoryPolicy, PoolSpec};
-    let config = MockConfig::default()
-        .seed(7)
-        .total_memory(1 << 20)
-        .max_page_size(64 << 10)
-        .host_memory(256 << 10);
-    let mock = MockPlatform::with_config(config).unwrap();
-    kernels::register_mock(&mock);
-    let layout = MemoryLayout::new(
-        &[
-            PoolSpec::small(4 << 10, 1 << 10),
-            PoolSpec::exclusive(64 << 10),
-        ],
-        256,
-        MemoryPolicy::default(),
-    )
-    .unwrap();
-    let d = Device::new(
-        FaultInjector::new(mock, FaultPlan::new()),
-        DeviceConfig::with_streams(1).layout(layout),
-    )
-    .unwrap();
+    let d = small_device();
     let b = d.upload(S0, &[7u8; 16]).unwrap();
     assert_eq!(d.read(S0, &b).unwrap(), [7u8; 16]);
     drop(b);
@@ -231,28 +237,7 @@ fn a_small_device_stages_through_its_own_layout() {
 /// operation that takes memory; an info upload is one).
 #[test]
 fn an_info_upload_takes_back_dropped_buffers_first() {
-    use streamcore::memory::{MemoryLayout, MemoryPolicy, PoolSpec};
-    let config = MockConfig::default()
-        .seed(7)
-        .total_memory(1 << 20)
-        .max_page_size(64 << 10)
-        .host_memory(256 << 10);
-    let mock = MockPlatform::with_config(config).unwrap();
-    kernels::register_mock(&mock);
-    let layout = MemoryLayout::new(
-        &[
-            PoolSpec::small(4 << 10, 1 << 10),
-            PoolSpec::exclusive(64 << 10),
-        ],
-        256,
-        MemoryPolicy::default(),
-    )
-    .unwrap();
-    let d = Device::new(
-        FaultInjector::new(mock, FaultPlan::new()),
-        DeviceConfig::with_streams(1).layout(layout),
-    )
-    .unwrap();
+    let d = small_device();
     let fill = d.load_kernel(&kernels::FILL).unwrap();
     let n = 16;
     let out = d.alloc(S0, 4 * n as u64).unwrap();
