@@ -178,11 +178,12 @@ fn preset_named(name: &str) -> Option<LayoutPreset> {
 /// Asserts that each layout file text is refused with a format error at
 /// `at` whose reason contains `why`.
 #[cfg(test)]
-fn assert_format_errors(cases: &[(&str, &str, &str)]) {
-    for &(text, at_want, why_want) in cases {
+fn assert_format_errors<T: AsRef<str>, A: AsRef<str>>(cases: &[(T, A, &str)]) {
+    for (text, at_want, why_want) in cases {
+        let text = text.as_ref();
         match file::parse(text, &props()) {
             Err(file::FileError::Format { at, why }) => {
-                assert_eq!(at, at_want, "{text}");
+                assert_eq!(at, at_want.as_ref(), "{text}");
                 assert!(why.contains(why_want), "{text}: {why}");
             }
             other => panic!("{text}: {other:?}"),

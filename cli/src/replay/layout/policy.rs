@@ -32,7 +32,7 @@ pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileE
     };
     let mut policy = match v.get("favour") {
         None => base,
-        Some(f) => MemoryPolicy::favouring(favour(f)?),
+        Some(f) => MemoryPolicy::favouring(one_of(f, "policy.favour", &FAVOURS)?),
     };
     for (key, value) in members {
         let at = format!("policy.{key}");
@@ -66,8 +66,10 @@ pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileE
                     _ => return Err(format_err(at, format!("{n} is not in 1..=4294967295"))),
                 };
             }
-            "strand_guard" => policy.strand_guard = strand_guard(value, &at)?,
-            "churn_budget" => policy.churn_budget = churn_budget(value, policy.churn_budget)?,
+            "strand_guard" => policy.strand_guard = one_of(value, &at, &STRAND_GUARDS)?,
+            "churn_budget" => {
+                policy.churn_budget = churn_budget(value, &at, policy.churn_budget)?;
+            }
             "max_pages" => {
                 let pages = integer(value, &at)?;
                 // Out-of-range budgets are the layout's own error.
@@ -96,30 +98,32 @@ fn shift(v: &Value, at: &str, at_64: &str) -> Result<u32, FileError> {
     Ok(s as u32)
 }
 
-fn favour(v: &Value) -> Result<Favour, FileError> {
-    match v.as_str() {
-        Some("balanced") => Ok(Favour::Balanced),
-        Some("bytes") => Ok(Favour::Bytes),
-        Some("time") => Ok(Favour::Time),
-        _ => Err(format_err(
-            "policy.favour",
-            "not \"balanced\", \"bytes\" or \"time\"",
-        )),
+/// The value of the names in `choices` that `v` is.
+fn one_of<T: Copy>(v: &Value, at: &str, choices: &[(&str, T)]) -> Result<T, FileError> {
+    if let Some(&(_, t)) = choices.iter().find(|(n, _)| Some(*n) == v.as_str()) {
+        return Ok(t);
     }
+    let names: Vec<String> = choices.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+    let (last, rest) = names
+        .split_last()
+        .map_or(("", &[][..]), |(l, r)| (l.as_str(), r));
+    Err(format_err(at, format!("not {} or {last}", rest.join(", "))))
 }
 
-fn strand_guard(v: &Value, at: &str) -> Result<StrandGuard, FileError> {
-    match v.as_str() {
-        Some("off") => Ok(StrandGuard::Off),
-        Some("adaptive") => Ok(StrandGuard::Adaptive),
-        Some("on") => Ok(StrandGuard::On),
-        _ => Err(format_err(at, "not \"off\", \"adaptive\" or \"on\"")),
-    }
-}
+const FAVOURS: [(&str, Favour); 3] = [
+    ("balanced", Favour::Balanced),
+    ("bytes", Favour::Bytes),
+    ("time", Favour::Time),
+];
+
+const STRAND_GUARDS: [(&str, StrandGuard); 3] = [
+    ("off", StrandGuard::Off),
+    ("adaptive", StrandGuard::Adaptive),
+    ("on", StrandGuard::On),
+];
 
 /// `"unlimited"`, or an object with either part (the other kept).
-fn churn_budget(v: &Value, mut budget: ChurnBudget) -> Result<ChurnBudget, FileError> {
-    let at = "policy.churn_budget";
+fn churn_budget(v: &Value, at: &str, mut budget: ChurnBudget) -> Result<ChurnBudget, FileError> {
     match v {
         Value::Str(s) if s == "unlimited" => return Ok(ChurnBudget::UNLIMITED),
         Value::Object(members) => {
@@ -157,8 +161,13 @@ mod tests {
     use super::super::props;
     use super::*;
 
-    fn policy_of(text: &str) -> Result<MemoryPolicy, FileError> {
-        parse_file(text, &props()).map(|l| *l.policy())
+    /// A layout file giving `policy` to the balanced preset.
+    fn file_with(policy: &str) -> String {
+        format!(r#"{{"preset": "balanced", "policy": {policy}}}"#)
+    }
+
+    fn policy_of(policy: &str) -> Result<MemoryPolicy, FileError> {
+        parse_file(&file_with(policy), &props()).map(|l| *l.policy())
     }
 
     fn balanced() -> MemoryPolicy {
@@ -168,11 +177,10 @@ mod tests {
     #[test]
     fn every_setting_can_be_named() {
         let p = policy_of(
-            r#"{"preset": "balanced", "policy": {
-                "trim_headroom_shift": 10, "page_rounding_shift": 64,
+            r#"{"trim_headroom_shift": 10, "page_rounding_shift": 64,
                 "commit_step_shift": 5, "split_boundaries": true,
                 "large_page_granules": 128, "strand_guard": "off",
-                "churn_budget": {"per_reserve_ns": 0, "per_mib_ns": 300}}}"#,
+                "churn_budget": {"per_reserve_ns": 0, "per_mib_ns": 300}}"#,
         )
         .unwrap();
         let want = MemoryPolicy {
@@ -194,16 +202,10 @@ mod tests {
     #[test]
     fn favour_is_the_base_wherever_it_stands() {
         let bytes = MemoryPolicy::favouring(Favour::Bytes);
-        assert_eq!(
-            policy_of(r#"{"preset": "balanced", "policy": {"favour": "bytes"}}"#).unwrap(),
-            bytes
-        );
+        assert_eq!(policy_of(r#"{"favour": "bytes"}"#).unwrap(), bytes);
         // Named after the setting it would otherwise reset: the setting
         // still wins.
-        let p = policy_of(
-            r#"{"preset": "balanced", "policy": {"commit_step_shift": 6, "favour": "bytes"}}"#,
-        )
-        .unwrap();
+        let p = policy_of(r#"{"commit_step_shift": 6, "favour": "bytes"}"#).unwrap();
         assert_eq!(
             p,
             MemoryPolicy {
@@ -211,78 +213,76 @@ mod tests {
                 ..bytes
             }
         );
-        let time = policy_of(r#"{"preset": "balanced", "policy": {"favour": "time"}}"#).unwrap();
+        let time = policy_of(r#"{"favour": "time"}"#).unwrap();
         assert_eq!(time, MemoryPolicy::favouring(Favour::Time));
     }
 
     #[test]
     fn a_budget_part_left_out_is_kept_and_unlimited_never_binds() {
-        let p =
-            policy_of(r#"{"preset": "balanced", "policy": {"churn_budget": {"per_mib_ns": 9}}}"#)
-                .unwrap();
+        let p = policy_of(r#"{"churn_budget": {"per_mib_ns": 9}}"#).unwrap();
         assert_eq!(p.churn_budget.per_mib_ns, 9);
         assert_eq!(
             p.churn_budget.per_reserve_ns,
             balanced().churn_budget.per_reserve_ns
         );
-        let p = policy_of(r#"{"preset": "balanced", "policy": {"churn_budget": "unlimited"}}"#)
-            .unwrap();
+        let p = policy_of(r#"{"churn_budget": "unlimited"}"#).unwrap();
         assert_eq!(p.churn_budget, ChurnBudget::UNLIMITED);
     }
 
     #[test]
     fn bad_settings_say_where_and_why() {
-        super::super::assert_format_errors(&[
+        let cases = [
             (
-                r#"{"preset": "balanced", "policy": {"commit_step_shift": 65}}"#,
-                "policy.commit_step_shift",
+                r#"{"commit_step_shift": 65}"#,
+                "commit_step_shift",
                 "65 is above 64",
             ),
             (
-                r#"{"preset": "balanced", "policy": {"large_page_granules": 0}}"#,
-                "policy.large_page_granules",
+                r#"{"large_page_granules": 0}"#,
+                "large_page_granules",
                 "0 is not in 1..",
             ),
             (
-                r#"{"preset": "balanced", "policy": {"large_page_granules": 4294967296}}"#,
-                "policy.large_page_granules",
+                r#"{"large_page_granules": 4294967296}"#,
+                "large_page_granules",
                 "not in 1..",
             ),
             (
-                r#"{"preset": "balanced", "policy": {"strand_guard": "sometimes"}}"#,
-                "policy.strand_guard",
+                r#"{"strand_guard": "sometimes"}"#,
+                "strand_guard",
                 "not \"off\"",
             ),
+            (r#"{"favour": "speed"}"#, "favour", "not \"balanced\""),
             (
-                r#"{"preset": "balanced", "policy": {"favour": "speed"}}"#,
-                "policy.favour",
-                "not \"balanced\"",
-            ),
-            (
-                r#"{"preset": "balanced", "policy": {"churn_budget": 5}}"#,
-                "policy.churn_budget",
+                r#"{"churn_budget": 5}"#,
+                "churn_budget",
                 "not \"unlimited\"",
             ),
             (
-                r#"{"preset": "balanced", "policy": {"churn_budget": {"per_gib_ns": 5}}}"#,
-                "policy.churn_budget.per_gib_ns",
+                r#"{"churn_budget": {"per_gib_ns": 5}}"#,
+                "churn_budget.per_gib_ns",
                 "unknown member",
             ),
             (
-                r#"{"preset": "balanced", "policy": {"trim_headroom_shift": -1}}"#,
-                "policy.trim_headroom_shift",
+                r#"{"trim_headroom_shift": -1}"#,
+                "trim_headroom_shift",
                 "negative",
             ),
             (
-                r#"{"preset": "balanced", "policy": {"split_boundaries": 1}}"#,
-                "policy.split_boundaries",
+                r#"{"split_boundaries": 1}"#,
+                "split_boundaries",
                 "not true or false",
             ),
-            (
-                r#"{"preset": "balanced", "policy": {"strand": "on"}}"#,
-                "policy",
-                "strand_guard, churn_budget",
-            ),
-        ]);
+        ];
+        let mut files: Vec<(String, String, &str)> = cases
+            .iter()
+            .map(|&(p, at, why)| (file_with(p), format!("policy.{at}"), why))
+            .collect();
+        files.push((
+            file_with(r#"{"strand": "on"}"#),
+            "policy".into(),
+            "strand_guard, churn_budget",
+        ));
+        super::super::assert_format_errors(&files);
     }
 }
