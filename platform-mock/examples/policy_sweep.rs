@@ -7,7 +7,7 @@
 //! `trim` (trim headroom shift), `step` (commit step shift), `large`
 //! (large page granules), `fit` (fit slack shift), `round` (page rounding
 //! shift), `reserve_ns` and `mib_ns` (the churn budget's parts), `split`
-//! (0 or 1). Prints one line per trace and touch mode (the recorded
+//! (0 or 1), `piece` (commit piece granules, 0: no limit). Prints one line per trace and touch mode (the recorded
 //! traces, `synthetic::workloads`, `synthetic::held_out` and the fresh
 //! sets of seeds 7919 and 104729): name, touch (`no` / `yes`), peak used
 //! over peak live on the virtual-memory route, the predicted H200 wall in
@@ -42,6 +42,7 @@ fn apply(mut policy: MemoryPolicy, settings: &str) -> Result<MemoryPolicy, Strin
             "reserve_ns" => policy.churn_budget.per_reserve_ns = v,
             "mib_ns" => policy.churn_budget.per_mib_ns = v,
             "split" => policy.split_boundaries = v != 0,
+            "piece" => policy.commit_piece_granules = small()?,
             _ => return Err(format!("{k}: no such setting")),
         }
     }

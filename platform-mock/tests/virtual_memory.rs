@@ -446,3 +446,54 @@ fn a_page_no_chunk_map_addresses_is_refused_whatever_the_storage_reserves() {
     assert!(accounting.held() < 1 << 30);
     m.free(kept).unwrap();
 }
+
+/// Commits made of pieces: each piece is a chunk of its own, so a page
+/// that lives on keeps only the pieces it touches, where one whole chunk
+/// would strand the rest (the same pages, the same frees, beside the
+/// default of chunks of any size).
+#[test]
+fn a_commit_in_pieces_gives_back_what_no_live_page_touches() {
+    use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec};
+    let g = 64 * KIB;
+    // (device bytes held after the cleanup, stranded before it, commits)
+    let run = |piece: u32| {
+        let r = rig(config(11));
+        let storage = r.mock.device_storage().unwrap();
+        let layout = MemoryLayout::new(
+            &[PoolSpec::exclusive(4 * MIB)],
+            256,
+            MemoryPolicy {
+                trim_headroom_shift: 64,
+                commit_step_shift: 64,
+                commit_piece_granules: piece,
+                ..MemoryPolicy::default()
+            },
+        )
+        .unwrap();
+        let mut m = MemoryManager::new(storage, layout);
+        assert!(m.carves_pages());
+        // Two pages of 2.5 granules side by side: the second starts inside
+        // the first one's last granule.
+        let (a, ra) = m.reserve(g * 5 / 2).unwrap();
+        let (b, rb) = m.reserve(g * 5 / 2).unwrap();
+        assert_eq!(rb.offset, ra.offset + g * 5 / 2, "carved side by side");
+        let commits = m.commits();
+        m.free(a).unwrap();
+        m.cleanup().unwrap();
+        let stranded = m.stranded_bytes();
+        let held = r.mock.memory_used(MemoryKind::Device);
+        m.free(b).unwrap();
+        m.cleanup().unwrap();
+        assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
+        r.mock.assert_no_hazards();
+        (held, stranded, commits)
+    };
+    // One chunk per commit: granules 0-2, then 3-4; the first stays whole
+    // while the second page uses its last granule (stranded: its first two
+    // granules and half of the fifth, the second page's end).
+    assert_eq!(run(0), (5 * g, g * 5 / 2, 2));
+    // One chunk per granule: granules 0 and 1 go back with the first page.
+    assert_eq!(run(1), (3 * g, g / 2, 5));
+    // Pieces of two: 0-1, 2, then 3-4.
+    assert_eq!(run(2), (3 * g, g / 2, 3));
+}

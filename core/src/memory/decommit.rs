@@ -64,16 +64,20 @@ impl<S: Storage> MemoryManager<S> {
     }
 
     /// Decommits idle chunks until a commit of `need` bytes fits under
-    /// `limit`: among the oldest few, the smallest that covers what is
-    /// missing (else the largest), so a small excess does not cost a large
-    /// chunk that would have to be committed again. Chunks whose fence the
-    /// stream has not completed are taken only after `progress` waited for
-    /// it; if it cannot, the commit passes the limit. Each decommit is
-    /// charged to the churn budget (`budget.rs`) unless the chunk is a
-    /// large page's own; a chunk the budget does not cover stays, and when
-    /// that leaves the commit over the limit, the bytes held then become
-    /// the level trimming keeps (hysteresis: the manager stops paying for
-    /// round trips that do not keep its memory down).
+    /// `limit`: among the oldest few the churn budget covers, the smallest
+    /// that covers what is missing (else the largest), so a small excess
+    /// does not cost a large chunk that would have to be committed again.
+    /// Chunks the budget refuses are passed over without counting among
+    /// the few: a long run of them (small idle chunks, one per granule)
+    /// must not hide a chunk behind them that may go (a large page's own).
+    /// Chunks whose fence the stream has not completed are taken only
+    /// after `progress` waited for it; if it cannot, the commit passes the
+    /// limit. Each decommit is charged to the churn budget (`budget.rs`)
+    /// unless the chunk is a large page's own; a chunk the budget does not
+    /// cover stays, and when that leaves the commit over the limit, the
+    /// bytes held then become the level trimming keeps (hysteresis: the
+    /// manager stops paying for round trips that do not keep its memory
+    /// down).
     pub(super) fn decommit_to_fit(
         &mut self,
         need: u64,
@@ -94,7 +98,8 @@ impl<S: Storage> MemoryManager<S> {
             let mut largest = [None::<(u32, u64)>; 2];
             let mut next = chunks.lru_head();
             let mut refused = false;
-            for _ in 0..LOOK {
+            let mut looked = 0;
+            while looked < LOOK {
                 let Some(c) = next else {
                     break;
                 };
@@ -105,6 +110,7 @@ impl<S: Storage> MemoryManager<S> {
                     next = chunks.lru_next(c);
                     continue;
                 }
+                looked += 1;
                 let scopes: &[usize] = if ch.fence <= completed { &[0, 1] } else { &[1] };
                 for &k in scopes {
                     if bytes >= excess && best[k].is_none_or(|b| bytes < b.1) {

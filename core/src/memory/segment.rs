@@ -408,8 +408,18 @@ impl<S: Storage> MemoryManager<S> {
             } else {
                 n = 1;
             }
+            // Pieces of at most the policy's size, each a chunk of its own.
+            let most = match self.layout.policy().commit_piece_granules {
+                0 => u32::MAX,
+                k => k,
+            };
             for &(p0, p1) in &pieces[..n] {
-                self.commit_chunk(c.id, map, (p0, p1), rounded, progress)?;
+                let mut q = p0;
+                while q < p1 {
+                    let e = p1.min(q.saturating_add(most));
+                    self.commit_chunk(c.id, map, (q, e), rounded, progress)?;
+                    q = e;
+                }
             }
             from = end;
         }

@@ -256,6 +256,7 @@ pub fn pick_layout(
                 max_pages: 3,
                 commit_step_shift: 0,
                 split_boundaries: true,
+                commit_piece_granules: 1,
                 large_page_granules: 1,
                 strand_guard: StrandGuard::On,
                 churn_budget: ChurnBudget::UNLIMITED,

@@ -23,7 +23,8 @@ use super::values::{boolean, integer};
 /// The members a policy may have, for the error that names an unknown one.
 const MEMBERS: &str = "favour, trim_before_grow, trim_headroom_shift, release_idle_after, \
      fit_slack_shift, page_rounding_shift, force_persistent, commit_step_shift, \
-     split_boundaries, large_page_granules, strand_guard, churn_budget, max_pages";
+     split_boundaries, commit_piece_granules, large_page_granules, strand_guard, churn_budget, \
+     max_pages";
 
 /// `policy` parsed over `base` (the layout's own policy).
 pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileError> {
@@ -58,6 +59,11 @@ pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileE
             }
             "commit_step_shift" => {
                 policy.commit_step_shift = shift(value, &at, "no reaching ahead")?;
+            }
+            "commit_piece_granules" => {
+                let n = integer(value, &at)?;
+                policy.commit_piece_granules = u32::try_from(n)
+                    .map_err(|_| format_err(&at, format!("{n} is not in 0..=4294967295")))?;
             }
             "large_page_granules" => {
                 let n = integer(value, &at)?;
@@ -179,7 +185,7 @@ mod tests {
         let p = policy_of(
             r#"{"trim_headroom_shift": 10, "page_rounding_shift": 64,
                 "commit_step_shift": 5, "split_boundaries": true,
-                "large_page_granules": 128, "strand_guard": "off",
+                "commit_piece_granules": 4, "large_page_granules": 128, "strand_guard": "off",
                 "churn_budget": {"per_reserve_ns": 0, "per_mib_ns": 300}}"#,
         )
         .unwrap();
@@ -188,6 +194,7 @@ mod tests {
             page_rounding_shift: 64,
             commit_step_shift: 5,
             split_boundaries: true,
+            commit_piece_granules: 4,
             large_page_granules: 128,
             strand_guard: StrandGuard::Off,
             churn_budget: ChurnBudget {
@@ -246,6 +253,11 @@ mod tests {
                 r#"{"large_page_granules": 4294967296}"#,
                 "large_page_granules",
                 "not in 1..",
+            ),
+            (
+                r#"{"commit_piece_granules": 4294967296}"#,
+                "commit_piece_granules",
+                "not in 0..",
             ),
             (
                 r#"{"strand_guard": "sometimes"}"#,

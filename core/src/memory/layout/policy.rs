@@ -63,6 +63,15 @@ pub struct MemoryPolicy {
     /// committed as a chunk of its own (more commits; the page's own
     /// granules go back with it).
     pub split_boundaries: bool,
+    /// On a resizable storage, a commit is made of chunks of at most this
+    /// many granules (0, the default: no limit), each given back on its own
+    /// once no page uses it, so a page that lives on strands no more than
+    /// its own pieces. Each piece costs a commit and a decommit of its own:
+    /// over the driver model (BENCHMARKS.md section 3) pieces of 1–8
+    /// granules meet the best peer's bytes on 2–6 more of 88 workloads than
+    /// whole chunks do with the same unlimited budget, at 5–25 times the
+    /// driver calls, and lose the driver pool's wall time on most.
+    pub commit_piece_granules: u32,
     /// On a resizable storage, pages of at least this many granules get a
     /// reservation of their own, sized to them: a large buffer (logits, a
     /// growing cache) neither fragments the space of the others nor keeps
@@ -118,6 +127,7 @@ impl Default for MemoryPolicy {
             max_pages: 1 << 20,
             commit_step_shift: 6,
             split_boundaries: false,
+            commit_piece_granules: 0,
             large_page_granules: 256,
             strand_guard: StrandGuard::Adaptive,
             // Chosen with the driver model (`memory_model` example, its
