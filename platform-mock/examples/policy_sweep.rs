@@ -1,7 +1,7 @@
 //! One policy through the driver model, on every trace set: for a sweep
 //! of the default policy's settings (which of them moves what).
 //!
-//! `cargo run --release -p streamcore-mock --example policy_sweep -- [SETTINGS]`
+//! `cargo run --release -p streamcore-mock --example policy_sweep -- [SETTINGS] [--seeds A..B]`
 //!
 //! `SETTINGS` changes the default policy, comma-separated `name=value`:
 //! `trim` (trim headroom shift), `step` (commit step shift), `large`
@@ -9,7 +9,9 @@
 //! shift), `reserve_ns` and `mib_ns` (the churn budget's parts), `split`
 //! (0 or 1), `piece` (commit piece granules, 0: no limit). Prints one line per trace and touch mode (the recorded
 //! traces, `synthetic::workloads`, `synthetic::held_out` and the fresh
-//! sets of seeds 7919 and 104729): name, touch (`no` / `yes`), peak used
+//! sets of seeds 7919 and 104729; with `--seeds A..B`, the fresh sets of
+//! seeds `A` to `B` instead, for a check on workloads no choice was
+//! judged on): name, touch (`no` / `yes`), peak used
 //! over peak live on the virtual-memory route, the predicted H200 wall in
 //! ms (`DriverTable::predicted_wall_ms`) and the commits. The ratios are
 //! the ones the H200 shows for the same policy (BENCHMARKS.md section 6);
@@ -50,7 +52,26 @@ fn apply(mut policy: MemoryPolicy, settings: &str) -> Result<MemoryPolicy, Strin
 }
 
 fn main() -> ExitCode {
-    let settings = std::env::args().nth(1).unwrap_or_default();
+    let mut settings = String::new();
+    let mut seeds: Vec<u64> = Vec::new();
+    let mut argv = std::env::args().skip(1);
+    while let Some(a) = argv.next() {
+        if a == "--seeds" {
+            let range = argv.next().unwrap_or_default();
+            let parsed = range
+                .split_once("..")
+                .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
+            match parsed {
+                Some((a, b)) if a <= b => seeds.extend(a..=b),
+                _ => {
+                    eprintln!("policy_sweep: --seeds takes FIRST..LAST, not {range:?}");
+                    return ExitCode::from(2);
+                }
+            }
+        } else {
+            settings = a;
+        }
+    }
     let base = MemoryLayout::for_device(&H200_PROPERTIES);
     let layout = match apply(*base.policy(), &settings).map(|p| base.with_policy(p)) {
         Ok(Ok(l)) => l,
@@ -65,12 +86,17 @@ fn main() -> ExitCode {
     };
     let mut traces: Vec<(String, Trace)> = Vec::new();
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
-    for n in [
-        "gpt2_train",
-        "resnet50_train",
-        "llama_decode",
-        "two_stream_pipeline",
-    ] {
+    let names: &[&str] = if seeds.is_empty() {
+        &[
+            "gpt2_train",
+            "resnet50_train",
+            "llama_decode",
+            "two_stream_pipeline",
+        ]
+    } else {
+        &[]
+    };
+    for &n in names {
         match Trace::load(dir.join(format!("{n}.jsonl.gz"))) {
             Ok(t) => traces.push((n.to_string(), t)),
             Err(e) => {
@@ -79,10 +105,15 @@ fn main() -> ExitCode {
             }
         }
     }
-    traces.extend(synthetic::workloads());
-    traces.extend(synthetic::held_out());
-    traces.extend(synthetic::fresh(7919));
-    traces.extend(synthetic::fresh(104729));
+    if seeds.is_empty() {
+        traces.extend(synthetic::workloads());
+        traces.extend(synthetic::held_out());
+        traces.extend(synthetic::fresh(7919));
+        traces.extend(synthetic::fresh(104729));
+    }
+    for &seed in &seeds {
+        traces.extend(synthetic::fresh(seed));
+    }
     for (name, trace) in &traces {
         for touch in [false, true] {
             let mut t = StreamcoreTarget::new(layout.clone(), 256).with_model(DriverModel::Vmm);

@@ -497,3 +497,59 @@ fn a_commit_in_pieces_gives_back_what_no_live_page_touches() {
     // Pieces of two: 0-1, 2, then 3-4.
     assert_eq!(run(2), (3 * g, g / 2, 3));
 }
+
+/// A page whose bytes are committed in part (an idle chunk in its middle)
+/// commits its gaps and reaches past its end no further than the commit
+/// step allows beyond what the page needs: the step is measured against
+/// the page's gaps together, not granted again to its last gap (which
+/// committed the first gap's size a second time, past the page's end, and
+/// stranded it there while the page lived: the growing pairs of the driver
+/// model held 1.06 times their live peak where 1.007 was needed).
+#[test]
+fn a_page_committed_in_two_gaps_reaches_no_further_than_its_step() {
+    use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec};
+    let g = 64 * KIB;
+    let r = rig(config(13));
+    let storage = r.mock.device_storage().unwrap();
+    let layout = MemoryLayout::new(
+        &[PoolSpec::exclusive(4 * MIB)],
+        256,
+        MemoryPolicy {
+            trim_headroom_shift: 64,
+            // No reaching ahead: a commit is what the page needs.
+            commit_step_shift: 64,
+            ..MemoryPolicy::default()
+        },
+    )
+    .unwrap();
+    let mut m = MemoryManager::new(storage, layout);
+    let (a, ra) = m.reserve(2 * g).unwrap();
+    let (b, rb) = m.reserve(2 * g).unwrap();
+    let (c, rc) = m.reserve(2 * g).unwrap();
+    assert_eq!(
+        (rb.offset, rc.offset),
+        (ra.offset + 2 * g, ra.offset + 4 * g)
+    );
+    assert_eq!(m.commits(), 3);
+    // The outer pages' chunks go back; the middle page is freed in stream
+    // order, its work not yet done, so its chunk stays committed.
+    m.free(a).unwrap();
+    m.free(c).unwrap();
+    m.cleanup().unwrap();
+    assert_eq!(r.mock.memory_used(MemoryKind::Device), 2 * g);
+    m.free_ordered(b, 1).unwrap();
+    // Six granules over the idle chunk: two gaps of two granules.
+    let (d, rd) = m.reserve(6 * g).unwrap();
+    assert_eq!(rd.offset, ra.offset, "carved over the three");
+    assert_eq!(m.commits(), 5, "one commit per gap");
+    assert_eq!(
+        r.mock.memory_used(MemoryKind::Device),
+        6 * g,
+        "nothing committed past the page"
+    );
+    m.free(d).unwrap();
+    m.complete(1);
+    m.cleanup().unwrap();
+    assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
+    r.mock.assert_no_hazards();
+}

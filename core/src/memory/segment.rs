@@ -376,11 +376,18 @@ impl<S: Storage> MemoryManager<S> {
         let mut from = lo;
         while let Some((g0, g1)) = self.seg().chunks.next_gap(map, from, hi) {
             // Reaching ahead strands what no page uses yet: not while
-            // guarding.
+            // guarding. The last gap reaches by the step's surplus over
+            // all the page's gaps (`want - gaps`), not to the whole step:
+            // granting the step again to the last gap committed the
+            // earlier gaps' size a second time, past the page's end.
             let end = if g1 == hi && !self.books.guarded {
-                self.seg()
-                    .chunks
-                    .reach(map, g0, g1, limit.max(g1), want.max(g1 - g0))
+                self.seg().chunks.reach(
+                    map,
+                    g0,
+                    g1,
+                    limit.max(g1),
+                    (g1 - g0).saturating_add(want.saturating_sub(gaps)),
+                )
             } else {
                 g1
             };
