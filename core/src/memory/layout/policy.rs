@@ -66,11 +66,12 @@ pub struct MemoryPolicy {
     /// On a resizable storage, a commit is made of chunks of at most this
     /// many granules (0, the default: no limit), each given back on its own
     /// once no page uses it, so a page that lives on strands no more than
-    /// its own pieces. Each piece costs a commit and a decommit of its own:
-    /// over the driver model (BENCHMARKS.md section 3) pieces of 1–8
-    /// granules meet the best peer's bytes on 2–6 more of 88 workloads than
-    /// whole chunks do with the same unlimited budget, at 5–25 times the
-    /// driver calls, and lose the driver pool's wall time on most.
+    /// its own pieces. Each piece costs a commit and a decommit of its own,
+    /// each charged to the churn budget: over the driver model
+    /// (BENCHMARKS.md section 3) pieces of one granule with an unlimited
+    /// budget meet the best peer's bytes on 80 of 88 workloads (whole
+    /// chunks: 63) at 21 times the commits, and lose the driver pool's
+    /// wall time on all but two; under the default budget they lose bytes.
     pub commit_piece_granules: u32,
     /// On a resizable storage, pages of at least this many granules get a
     /// reservation of their own, sized to them: a large buffer (logits, a
