@@ -7,13 +7,14 @@
 //! `trim` (trim headroom shift), `step` (commit step shift), `large`
 //! (large page granules), `fit` (fit slack shift), `round` (page rounding
 //! shift), `reserve_ns` and `mib_ns` (the churn budget's parts), `split`
-//! (0 or 1), `piece` (commit piece granules, 0: no limit). Prints one line per trace and touch mode (the recorded
-//! traces, `synthetic::workloads`, `synthetic::held_out` and the fresh
-//! sets of seeds 7919 and 104729; with `--seeds A..B`, the fresh sets of
-//! seeds `A` to `B` instead, for a check on workloads no choice was
-//! judged on): name, touch (`no` / `yes`), peak used
-//! over peak live on the virtual-memory route, the predicted H200 wall in
-//! ms (`DriverTable::predicted_wall_ms`) and the commits. The ratios are
+//! (0 or 1), `piece` (commit piece granules, 0: no limit). Prints one
+//! line per trace and touch mode (the recorded traces,
+//! `synthetic::workloads`, `synthetic::held_out` and the fresh sets of
+//! seeds 7919 and 104729; with `--seeds A..B`, the fresh sets of seeds
+//! `A` to `B` instead, for a check on workloads no choice was judged on):
+//! name, touch (`no` / `yes`), peak used over peak live on the
+//! virtual-memory route, the predicted H200 wall in ms
+//! (`DriverTable::predicted_wall_ms`) and the commits. The ratios are
 //! the ones the H200 shows for the same policy (BENCHMARKS.md section 6);
 //! the walls are estimates.
 

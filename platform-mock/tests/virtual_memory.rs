@@ -455,7 +455,8 @@ fn a_page_no_chunk_map_addresses_is_refused_whatever_the_storage_reserves() {
 fn a_commit_in_pieces_gives_back_what_no_live_page_touches() {
     use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec};
     let g = 64 * KIB;
-    // (device bytes held after the cleanup, stranded before it, commits)
+    // (device bytes held and bytes stranded once the first page is freed
+    // and the idle memory given back; commits made for the two pages)
     let run = |piece: u32| {
         let r = rig(config(11));
         let storage = r.mock.device_storage().unwrap();
