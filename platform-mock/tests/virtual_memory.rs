@@ -447,32 +447,42 @@ fn a_page_no_chunk_map_addresses_is_refused_whatever_the_storage_reserves() {
     m.free(kept).unwrap();
 }
 
+/// A manager over the rig's device storage (carved pages) with one
+/// exclusive pool, no trim headroom and no reaching ahead (a commit is what
+/// a page needs), and commits in pieces of `piece` granules (0: any size).
+fn exact_manager(
+    r: &Rig,
+    piece: u32,
+) -> streamcore::memory::MemoryManager<streamcore_mock::MockStorage> {
+    use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec};
+    let layout = MemoryLayout::new(
+        &[PoolSpec::exclusive(4 * MIB)],
+        256,
+        MemoryPolicy {
+            trim_headroom_shift: 64,
+            commit_step_shift: 64,
+            commit_piece_granules: piece,
+            ..MemoryPolicy::default()
+        },
+    )
+    .unwrap();
+    let m = MemoryManager::new(r.mock.device_storage().unwrap(), layout);
+    assert!(m.carves_pages());
+    m
+}
+
 /// Commits made of pieces: each piece is a chunk of its own, so a page
 /// that lives on keeps only the pieces it touches, where one whole chunk
 /// would strand the rest (the same pages, the same frees, beside the
 /// default of chunks of any size).
 #[test]
 fn a_commit_in_pieces_gives_back_what_no_live_page_touches() {
-    use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec};
     let g = 64 * KIB;
     // (device bytes held and bytes stranded once the first page is freed
     // and the idle memory given back; commits made for the two pages)
     let run = |piece: u32| {
         let r = rig(config(11));
-        let storage = r.mock.device_storage().unwrap();
-        let layout = MemoryLayout::new(
-            &[PoolSpec::exclusive(4 * MIB)],
-            256,
-            MemoryPolicy {
-                trim_headroom_shift: 64,
-                commit_step_shift: 64,
-                commit_piece_granules: piece,
-                ..MemoryPolicy::default()
-            },
-        )
-        .unwrap();
-        let mut m = MemoryManager::new(storage, layout);
-        assert!(m.carves_pages());
+        let mut m = exact_manager(&r, piece);
         // Two pages of 2.5 granules side by side: the second starts inside
         // the first one's last granule.
         let (a, ra) = m.reserve(g * 5 / 2).unwrap();
@@ -508,22 +518,9 @@ fn a_commit_in_pieces_gives_back_what_no_live_page_touches() {
 /// model held 1.06 times their live peak where 1.007 was needed).
 #[test]
 fn a_page_committed_in_two_gaps_reaches_no_further_than_its_step() {
-    use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec};
     let g = 64 * KIB;
     let r = rig(config(13));
-    let storage = r.mock.device_storage().unwrap();
-    let layout = MemoryLayout::new(
-        &[PoolSpec::exclusive(4 * MIB)],
-        256,
-        MemoryPolicy {
-            trim_headroom_shift: 64,
-            // No reaching ahead: a commit is what the page needs.
-            commit_step_shift: 64,
-            ..MemoryPolicy::default()
-        },
-    )
-    .unwrap();
-    let mut m = MemoryManager::new(storage, layout);
+    let mut m = exact_manager(&r, 0);
     let (a, ra) = m.reserve(2 * g).unwrap();
     let (b, rb) = m.reserve(2 * g).unwrap();
     let (c, rc) = m.reserve(2 * g).unwrap();

@@ -430,6 +430,15 @@ fn h200_layout() -> MemoryLayout {
     MemoryLayout::for_device(&H200_PROPERTIES)
 }
 
+/// The synthetic workload (`synthetic::workloads`) of that name.
+fn workload(name: &str) -> Trace {
+    crate::replay::synthetic::workloads()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, t)| t)
+        .expect("a synthetic workload")
+}
+
 /// The churn budget bounds the decommits a manager makes by choice: on the
 /// workloads of random sizes (one stream, no page large enough for a
 /// reservation of its own, so every decommit is one by choice) what the
@@ -442,10 +451,7 @@ fn decommits_by_choice_stay_within_what_the_reserves_earned() {
     let budget = MemoryPolicy::default().churn_budget;
     let table = crate::replay::H200;
     for name in ["syn_random_lifetimes", "syn_random_lifetimes_b"] {
-        let (_, trace) = crate::replay::synthetic::workloads()
-            .into_iter()
-            .find(|(n, _)| n == name)
-            .expect("a synthetic workload");
+        let trace = workload(name);
         assert_eq!(trace.streams, 1);
         let (mut reserves, mut requested) = (0u64, 0u64);
         for e in &trace.events {
@@ -476,10 +482,7 @@ fn decommits_by_choice_stay_within_what_the_reserves_earned() {
 /// again (75 GiB committed for a 5 GiB peak).
 #[test]
 fn a_growing_buffer_commits_its_growth_not_itself() {
-    let (_, trace) = crate::replay::synthetic::workloads()
-        .into_iter()
-        .find(|(n, _)| n == "syn_growing_cache")
-        .expect("a synthetic workload");
+    let trace = workload("syn_growing_cache");
     let mut t = StreamcoreTarget::new(h200_layout(), 256).with_model(DriverModel::Vmm);
     let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
     assert!(
@@ -498,10 +501,7 @@ fn a_growing_buffer_commits_its_growth_not_itself() {
 /// the live peak on this workload.
 #[test]
 fn refused_chunks_do_not_hide_one_trimming_may_give_back() {
-    let (_, trace) = crate::replay::synthetic::workloads()
-        .into_iter()
-        .find(|(n, _)| n == "syn_growing_cache")
-        .expect("a synthetic workload");
+    let trace = workload("syn_growing_cache");
     let base = h200_layout();
     let layout = base
         .with_policy(MemoryPolicy {
