@@ -59,8 +59,9 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
     let chosen = match layout::choose(&args.layout, &props) {
         Ok(c) => c,
         Err(e) => {
+            // A bad argument, as on the mock (`replay --help`).
             eprintln!("streamcore: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(2);
         }
     };
     let mut out = io::stdout().lock();

@@ -66,7 +66,8 @@ Sizes are printed in binary units: KiB, MiB, GiB (1 GiB = 2^30 bytes).
 
 Exit status: 0 when every trace was replayed; 1 when any could not be read or
 replayed (each says why on stderr, the others are still reported); 2 for bad
-arguments.";
+arguments (a --layout file that cannot be read, parsed or used on the device
+included: nothing is replayed).";
 
 /// `streamcore replay --help`, below the options.
 pub const AFTER_LONG_HELP: &str = "\
@@ -255,7 +256,7 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             report_layout_error(&e);
-            return ExitCode::FAILURE;
+            return ExitCode::from(2);
         }
     };
     let svg_paths = svg_paths(args.svg.as_deref(), &args.traces);

@@ -40,17 +40,17 @@ fn layouts_by_preset_and_by_file() {
     )
     .unwrap();
     let out = replay(&[&"--layout", &file, &t]);
-    assert_refused(
+    assert_bad_argument(
         &out,
         &["pool 0: largest slice 2097152 B exceeds its page size"],
     );
     assert!(out.stdout.is_empty());
     std::fs::write(&file, r#"{"pools": [{"kind": "sliced", "max_slice": 1}]}"#).unwrap();
-    assert_refused(
+    assert_bad_argument(
         &replay(&[&"--layout", &file, &t]),
         &["pools[0]: missing \"page_size\""],
     );
-    assert_refused(
+    assert_bad_argument(
         &replay(&[&"--layout", &"tiny", &t]),
         &["--layout tiny: no such preset or file", "exclusive-pages"],
     );
@@ -93,7 +93,7 @@ fn a_policy_file_favours_bytes_or_names_settings() {
         r#"{"preset": "balanced", "policy": {"commit_step_shift": 99}}"#,
     )
     .unwrap();
-    assert_refused(
+    assert_bad_argument(
         &replay(&[&"--layout", &file, &t]),
         &["policy.commit_step_shift: 99 is above 64"],
     );
@@ -127,7 +127,8 @@ fn layouts_that_do_not_fit_the_device_are_refused_before_the_first_event() {
         std::fs::write(&file, layout).unwrap();
         let out = replay(&[&"--layout", &file, &t]);
         let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{layout}: {err}");
+        // A bad argument: nothing replayed (`replay --help`'s exit status).
+        assert_eq!(out.status.code(), Some(2), "{layout}: {err}");
         assert_eq!(err.lines().count(), 1, "{layout}: one line: {err}");
         assert!(
             err.contains("layout file") && err.contains(needle),

@@ -45,8 +45,18 @@ fn f(v: &Value, key: &str) -> f64 {
 
 /// A bad input: exit status 1 (not a panic's 101), one clear message.
 fn assert_refused(out: &Output, needles: &[&str]) {
+    assert_refused_with(out, 1, needles);
+}
+
+/// A bad argument (a layout file that cannot be used): exit status 2,
+/// nothing replayed, one clear message.
+fn assert_bad_argument(out: &Output, needles: &[&str]) {
+    assert_refused_with(out, 2, needles);
+}
+
+fn assert_refused_with(out: &Output, code: i32, needles: &[&str]) {
     let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
     assert!(
         !err.contains("panicked") && !err.contains("backtrace"),
         "{err}"

@@ -38,6 +38,7 @@ fn help_documents_the_layout_file_and_the_outputs() {
         "recorded_torch_",
         "binary units",
         "must end in `.svg`",
+        "used on the device",
     ] {
         assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
     }
