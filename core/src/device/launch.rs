@@ -18,6 +18,10 @@ use crate::platform::{
 };
 use crate::stream::{DoomReason, StreamId, WriteMark};
 
+/// A launch's info binding: the device range holding its info words, and
+/// the slice to free after the launch when no cache entry owns it.
+type InfoBinding = (DeviceRange, Option<crate::memory::SliceHandle>);
+
 /// What became of a launch.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[must_use]
@@ -443,7 +447,9 @@ impl<P: Platform> Inner<P> {
     /// launch whose words the cache missed, uploaded
     /// ([`info_upload`](Self::info_upload)); for one not booked (a capture
     /// recording, a claim somewhere), [`info_binding`](Self::info_binding).
-    /// Out of line: the common path's frame stays small.
+    /// A failure dooms an open window on `sid` (the launch is not queued,
+    /// the window would miss it). Out of line: the common path's frame
+    /// stays small.
     #[cold]
     #[inline(never)]
     fn info_off_path<L: RawLock>(
@@ -452,24 +458,12 @@ impl<P: Platform> Inner<P> {
         sid: StreamId,
         info: &[u64],
         booked: bool,
-    ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
+    ) -> Res<InfoBinding, P> {
         let r = if booked {
             self.info_upload(env, sid, info)
         } else {
             self.info_binding(env, sid, info)
         };
-        self.info_for_launch(sid, r)
-    }
-
-    /// `r`, the info binding of a launch on `sid`
-    /// ([`info_binding`](Self::info_binding) or
-    /// [`info_upload`](Self::info_upload)); a failure dooms an open window
-    /// on `sid` (the launch is not queued, the window would miss it).
-    fn info_for_launch(
-        &mut self,
-        sid: StreamId,
-        r: Res<(DeviceRange, Option<crate::memory::SliceHandle>), P>,
-    ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
         if let Err(e) = &r {
             let reason = match e {
                 Error::Memory(MemoryError::AllocationInCapture { bytes }) => {
@@ -553,7 +547,7 @@ impl<P: Platform> Inner<P> {
         env: &Env<P, L>,
         sid: StreamId,
         info: &[u64],
-    ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
+    ) -> Res<InfoBinding, P> {
         if let Some(range) = self.stream(env, sid)?.info_get(info) {
             self.stats.info_hits += 1;
             return Ok((range, None));
@@ -569,7 +563,7 @@ impl<P: Platform> Inner<P> {
         env: &Env<P, L>,
         sid: StreamId,
         info: &[u64],
-    ) -> Res<(DeviceRange, Option<crate::memory::SliceHandle>), P> {
+    ) -> Res<InfoBinding, P> {
         // The one part of a launch that takes memory: the handles dropped
         // since the last operation that did give theirs back first (the
         // common path leaves them, for its lines' sake).
