@@ -172,12 +172,25 @@ pub(crate) fn check_and_record(
 mod tests {
     use super::*;
 
-    fn rec(agent: Agent, epoch: u64, op: u64) -> AccessRec {
-        AccessRec {
-            agent,
-            epoch,
-            op,
-            kind: OpKind::CopyDevice,
+    /// An access by `agent` at `epoch` (op `op`, a device copy) with its
+    /// clock `clock`, reading and writing as `rw` says.
+    fn access(
+        agent: Agent,
+        epoch: u64,
+        op: u64,
+        clock: &VectorClock,
+        (reads, writes): (bool, bool),
+    ) -> Access<'_> {
+        Access {
+            rec: AccessRec {
+                agent,
+                epoch,
+                op,
+                kind: OpKind::CopyDevice,
+            },
+            clock,
+            reads,
+            writes,
         }
     }
 
@@ -192,23 +205,13 @@ mod tests {
         let mut out = Vec::new();
         let mut c0 = VectorClock::default();
         let e0 = c0.tick(Agent::Stream(0));
-        let w = Access {
-            rec: rec(Agent::Stream(0), e0, 1),
-            clock: &c0,
-            reads: false,
-            writes: true,
-        };
+        let w = access(Agent::Stream(0), e0, 1, &c0, (false, true));
         check_and_record(&mut m, 10, 20, PLACE, &w, true, &mut out);
         check_and_record(&mut m, 30, 40, PLACE, &w, true, &mut out);
         assert!(out.is_empty());
         let mut c1 = VectorClock::default();
         let e1 = c1.tick(Agent::Stream(1));
-        let r = Access {
-            rec: rec(Agent::Stream(1), e1, 2),
-            clock: &c1,
-            reads: true,
-            writes: false,
-        };
+        let r = access(Agent::Stream(1), e1, 2, &c1, (true, false));
         check_and_record(&mut m, 15, 35, PLACE, &r, false, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].kind, HazardKind::WriteRead);
@@ -223,32 +226,17 @@ mod tests {
         let mut out = Vec::new();
         let mut c0 = VectorClock::default();
         let e0 = c0.tick(Agent::Stream(0));
-        let w = Access {
-            rec: rec(Agent::Stream(0), e0, 1),
-            clock: &c0,
-            reads: false,
-            writes: true,
-        };
+        let w = access(Agent::Stream(0), e0, 1, &c0, (false, true));
         check_and_record(&mut m, 0, 8, PLACE, &w, true, &mut out);
         let mut c1 = VectorClock::default();
         c1.join(&c0);
         let e1 = c1.tick(Agent::Stream(1));
-        let rw = Access {
-            rec: rec(Agent::Stream(1), e1, 2),
-            clock: &c1,
-            reads: true,
-            writes: true,
-        };
+        let rw = access(Agent::Stream(1), e1, 2, &c1, (true, true));
         check_and_record(&mut m, 0, 8, PLACE, &rw, true, &mut out);
         assert!(out.is_empty(), "{out:?}");
         // Stream 0 now writes again without knowing about stream 1's access.
         let e0b = c0.tick(Agent::Stream(0));
-        let w2 = Access {
-            rec: rec(Agent::Stream(0), e0b, 3),
-            clock: &c0,
-            reads: false,
-            writes: true,
-        };
+        let w2 = access(Agent::Stream(0), e0b, 3, &c0, (false, true));
         check_and_record(&mut m, 4, 8, PLACE, &w2, true, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].kind, HazardKind::WriteWrite);
@@ -260,12 +248,7 @@ mod tests {
         let mut out = Vec::new();
         let mut h = VectorClock::default();
         let eh = h.tick(Agent::Host);
-        let hr = Access {
-            rec: rec(Agent::Host, eh, 1),
-            clock: &h,
-            reads: true,
-            writes: false,
-        };
+        let hr = access(Agent::Host, eh, 1, &h, (true, false));
         check_and_record(&mut m, 0, 4, PLACE, &hr, true, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].kind, HazardKind::UninitializedRead);
@@ -274,21 +257,11 @@ mod tests {
         let mut c = VectorClock::default();
         c.join(&h);
         let e = c.tick(Agent::Stream(2));
-        let w = Access {
-            rec: rec(Agent::Stream(2), e, 2),
-            clock: &c,
-            reads: false,
-            writes: true,
-        };
+        let w = access(Agent::Stream(2), e, 2, &c, (false, true));
         check_and_record(&mut m, 0, 8, PLACE, &w, true, &mut out);
         assert!(out.is_empty(), "{out:?}");
         let eh2 = h.tick(Agent::Host);
-        let hr2 = Access {
-            rec: rec(Agent::Host, eh2, 3),
-            clock: &h,
-            reads: true,
-            writes: false,
-        };
+        let hr2 = access(Agent::Host, eh2, 3, &h, (true, false));
         check_and_record(&mut m, 0, 8, PLACE, &hr2, true, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].kind, HazardKind::HostReadPending);
