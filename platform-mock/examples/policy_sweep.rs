@@ -7,7 +7,8 @@
 //! `trim` (trim headroom shift), `step` (commit step shift), `large`
 //! (large page granules), `fit` (fit slack shift), `round` (page rounding
 //! shift), `reserve_ns` and `mib_ns` (the churn budget's parts), `split`
-//! (0 or 1), `piece` (commit piece granules, 0: no limit). Prints one
+//! (0 or 1), `piece` (commit piece granules, 0: no limit), `guard` (the
+//! strand guard: 0 off, 1 adaptive, 2 on). Prints one
 //! line per trace and touch mode (the recorded traces,
 //! `synthetic::workloads`, `synthetic::held_out` and the fresh sets of
 //! seeds 7919 and 104729; with `--seeds A..B`, the fresh sets of seeds
@@ -21,7 +22,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use streamcore::memory::{MemoryLayout, MemoryPolicy};
+use streamcore::memory::{MemoryLayout, MemoryPolicy, StrandGuard};
 use streamcore_mock::replay::{
     DriverModel, H200, H200_PROPERTIES, ReplayOptions, StreamcoreTarget, Trace, replay, synthetic,
 };
@@ -46,6 +47,14 @@ fn apply(mut policy: MemoryPolicy, settings: &str) -> Result<MemoryPolicy, Strin
             "mib_ns" => policy.churn_budget.per_mib_ns = v,
             "split" => policy.split_boundaries = v != 0,
             "piece" => policy.commit_piece_granules = small()?,
+            "guard" => {
+                policy.strand_guard = match v {
+                    0 => StrandGuard::Off,
+                    1 => StrandGuard::Adaptive,
+                    2 => StrandGuard::On,
+                    _ => return Err(format!("{kv}: 0 (off), 1 (adaptive) or 2 (on)")),
+                }
+            }
             _ => return Err(format!("{k}: no such setting")),
         }
     }
