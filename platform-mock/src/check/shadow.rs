@@ -173,7 +173,7 @@ mod tests {
     use super::*;
 
     /// An access by `agent` at `epoch` (op `op`, a device copy) with its
-    /// clock `clock`, reading and writing as `rw` says.
+    /// clock `clock`, reading and writing as `(reads, writes)` says.
     fn access(
         agent: Agent,
         epoch: u64,
