@@ -61,17 +61,9 @@ pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileE
                 policy.commit_step_shift = shift(value, &at, "no reaching ahead")?;
             }
             "commit_piece_granules" => {
-                let n = integer(value, &at)?;
-                policy.commit_piece_granules = u32::try_from(n)
-                    .map_err(|_| format_err(&at, format!("{n} is not in 0..=4294967295")))?;
+                policy.commit_piece_granules = granules(value, &at, 0)?;
             }
-            "large_page_granules" => {
-                let n = integer(value, &at)?;
-                policy.large_page_granules = match u32::try_from(n) {
-                    Ok(n) if n > 0 => n,
-                    _ => return Err(format_err(at, format!("{n} is not in 1..=4294967295"))),
-                };
-            }
+            "large_page_granules" => policy.large_page_granules = granules(value, &at, 1)?,
             "strand_guard" => policy.strand_guard = one_of(value, &at, &STRAND_GUARDS)?,
             "churn_budget" => {
                 policy.churn_budget = churn_budget(value, &at, policy.churn_budget)?;
@@ -102,6 +94,15 @@ fn shift(v: &Value, at: &str, at_64: &str) -> Result<u32, FileError> {
         ));
     }
     Ok(s as u32)
+}
+
+/// A count of granules in `min..=u32::MAX`.
+fn granules(v: &Value, at: &str, min: u32) -> Result<u32, FileError> {
+    let n = integer(v, at)?;
+    match u32::try_from(n) {
+        Ok(g) if g >= min => Ok(g),
+        _ => Err(format_err(at, format!("{n} is not in {min}..=4294967295"))),
+    }
 }
 
 /// The value of the names in `choices` that `v` is.
