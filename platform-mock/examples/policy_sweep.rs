@@ -68,11 +68,11 @@ fn main() -> ExitCode {
     while let Some(a) = argv.next() {
         if a == "--seeds" {
             let range = argv.next().unwrap_or_default();
-            let parsed = range
-                .split_once("..")
-                .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)));
+            let parsed = range.split_once("..").and_then(|(first, last)| {
+                Some((first.parse::<u64>().ok()?, last.parse::<u64>().ok()?))
+            });
             match parsed {
-                Some((a, b)) if a <= b => seeds.extend(a..=b),
+                Some((first, last)) if first <= last => seeds.extend(first..=last),
                 _ => {
                     eprintln!("policy_sweep: --seeds takes FIRST..LAST, not {range:?}");
                     return ExitCode::from(2);
@@ -95,27 +95,22 @@ fn main() -> ExitCode {
         }
     };
     let mut traces: Vec<(String, Trace)> = Vec::new();
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
-    let names: &[&str] = if seeds.is_empty() {
-        &[
+    if seeds.is_empty() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
+        for n in [
             "gpt2_train",
             "resnet50_train",
             "llama_decode",
             "two_stream_pipeline",
-        ]
-    } else {
-        &[]
-    };
-    for &n in names {
-        match Trace::load(dir.join(format!("{n}.jsonl.gz"))) {
-            Ok(t) => traces.push((n.to_string(), t)),
-            Err(e) => {
-                eprintln!("policy_sweep: {n}: {e}");
-                return ExitCode::FAILURE;
+        ] {
+            match Trace::load(dir.join(format!("{n}.jsonl.gz"))) {
+                Ok(t) => traces.push((n.to_string(), t)),
+                Err(e) => {
+                    eprintln!("policy_sweep: {n}: {e}");
+                    return ExitCode::FAILURE;
+                }
             }
         }
-    }
-    if seeds.is_empty() {
         traces.extend(synthetic::workloads());
         traces.extend(synthetic::held_out());
         traces.extend(synthetic::fresh(7919));

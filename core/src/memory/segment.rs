@@ -373,6 +373,11 @@ impl<S: Storage> MemoryManager<S> {
         // granules go back with it.
         let first_partial = c.offset % g != 0;
         let last_partial = page_end % g != 0;
+        // Pieces of at most the policy's size, each a chunk of its own.
+        let most = match self.layout.policy().commit_piece_granules {
+            0 => u32::MAX,
+            k => k,
+        };
         let mut from = lo;
         while let Some((g0, g1)) = self.seg().chunks.next_gap(map, from, hi) {
             // Reaching ahead strands what no page uses yet: not while
@@ -415,11 +420,6 @@ impl<S: Storage> MemoryManager<S> {
             } else {
                 n = 1;
             }
-            // Pieces of at most the policy's size, each a chunk of its own.
-            let most = match self.layout.policy().commit_piece_granules {
-                0 => u32::MAX,
-                k => k,
-            };
             for &(p0, p1) in &pieces[..n] {
                 let mut q = p0;
                 while q < p1 {
