@@ -223,6 +223,26 @@ impl ChunkTable {
         idle
     }
 
+    /// How many of the granules `[lo, hi)` of `map` are committed (one
+    /// step per chunk, and per uncommitted granule below the extent).
+    pub(super) fn committed_in(&self, map: u32, lo: u32, hi: u32) -> u32 {
+        let hi = hi.min(self.extent(map));
+        let mut g = lo;
+        let mut n = 0;
+        while g < hi {
+            let c = self.at(map, g);
+            if c == NIL {
+                g += 1;
+                continue;
+            }
+            let ch = &self.chunks[c];
+            let end = (ch.start + ch.len).min(hi);
+            n += end - g.max(ch.start);
+            g = ch.start + ch.len;
+        }
+        n
+    }
+
     /// The first run of uncommitted granules in `[from, hi)`.
     pub(super) fn next_gap(&self, map: u32, from: u32, hi: u32) -> Option<(u32, u32)> {
         let extent = self.extent(map);

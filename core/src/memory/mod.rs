@@ -83,6 +83,7 @@ mod free;
 mod grow;
 mod guard;
 mod handle;
+mod large;
 mod layout;
 mod manager;
 mod pages;

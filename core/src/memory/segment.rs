@@ -1,7 +1,8 @@
 //! Pages carved from reservations, over a storage with resizable pages
 //! (virtual memory): the manager reserves large address ranges, carves each
-//! pool's pages from them (best fit, neighbours coalesced), commits the
-//! chunks its pages need and decommits, in place and without a device
+//! pool's pages from them (best fit, neighbours coalesced; a large page
+//! at the start of an empty reservation of its own, see
+//! [`large`](super::large)), commits the chunks its pages need and decommits, in place and without a device
 //! synchronization, chunks no page uses when the memory is needed.
 //!
 //! The pools above do not change: a page is a page, wherever it comes from.
@@ -33,6 +34,7 @@
 
 use super::chunks::ChunkTable;
 use super::error::{MemoryError, OomCause};
+use super::large::LARGE_LANE;
 use super::manager::MemoryManager;
 use super::progress::Progress;
 use super::rounding::{round_up, shr};
@@ -80,11 +82,9 @@ pub(super) struct Carving {
     pub block: u32,
 }
 
-/// Large pages are carved from reservations of their own (lane 1), the
-/// others share lane 0.
+/// Large pages are carved from reservations of their own (lane 1, see
+/// [`large`](super::large)), the others share lane 0.
 const LANES: usize = 2;
-/// The lane of large pages.
-const LARGE_LANE: usize = 1;
 
 impl Segment {
     /// Reservations of a storage with `terms`, pages aligned to `align`;
@@ -172,11 +172,11 @@ impl<S: Storage> MemoryManager<S> {
         progress: &mut dyn Progress,
     ) -> Res<Carving, S> {
         let lane = usize::from(bytes >= self.seg().large);
-        let c = match self.seg_mut().engines[lane].take(bytes) {
+        let c = match self.seg_mut().take_in(lane, bytes) {
             Some(c) => c,
             None => {
                 self.add_reservation(bytes, rounded, lane)?;
-                match self.seg_mut().engines[lane].take(bytes) {
+                match self.seg_mut().take_in(lane, bytes) {
                     Some(c) => c,
                     None => return Err(MemoryError::InvalidSize { size: rounded }),
                 }
@@ -237,11 +237,21 @@ impl<S: Storage> MemoryManager<S> {
     pub(super) fn recarve(&mut self, c: Carving, bytes: u64) -> Option<u32> {
         let seg = self.seg_mut();
         let lane = usize::from(bytes >= seg.large);
-        let f = seg.engines[lane].peek(bytes)?;
-        if f.page != c.reservation || f.offset != c.offset {
-            return None;
-        }
-        Some(seg.engines[lane].carve(f.block, bytes).block)
+        let block = if lane == LARGE_LANE {
+            // The page's reservation counts it still: it is empty but for
+            // the page taken back.
+            if c.offset != 0 || seg.large_home(bytes, c.reservation)? != c.reservation {
+                return None;
+            }
+            seg.reservations[c.reservation].first_block
+        } else {
+            let f = seg.engines[lane].peek(bytes)?;
+            if f.page != c.reservation || f.offset != c.offset {
+                return None;
+            }
+            f.block
+        };
+        Some(seg.engines[lane].carve(block, bytes).block)
     }
 
     /// Refuses a page of `bytes` that no reservation can hold (so every
@@ -265,13 +275,15 @@ impl<S: Storage> MemoryManager<S> {
         let Some(need) = round_up(bytes, g) else {
             return Err(MemoryError::InvalidSize { size: rounded });
         };
-        // A large page gets a reservation of its own, sized to it and half
-        // as much again: it comes and goes whole, like a page from `alloc`,
-        // without a sync, and a buffer that grows (a new, larger one, then
-        // the old one freed) finds room in the reservation before last,
-        // over its committed chunks, and commits only the growth.
-        let size = if lane == 1 {
-            let room = (need / 2) & !(g - 1);
+        // A large page gets a reservation of its own, twice its size: it
+        // comes and goes whole, like a page from `alloc`, without a sync,
+        // and a buffer that grows (a new, larger page, then the old one
+        // freed) finds the reservation it left empty long enough, over its
+        // committed chunks, and commits only the growth. Address space
+        // costs the same at any size; a reservation only 1.5x the page is
+        // outgrown within a few steps of a cache growing by 1.25x.
+        let size = if lane == LARGE_LANE {
+            let room = need & !(g - 1);
             need.saturating_add(room)
                 .min(self.seg().reservation_size().max(need))
         } else {
