@@ -17,7 +17,10 @@
 //! virtual-memory route, the predicted H200 wall in ms
 //! (`DriverTable::predicted_wall_ms`) and the commits. The ratios are
 //! the ones the H200 shows for the same policy (BENCHMARKS.md section 6);
-//! the walls are estimates.
+//! the walls are estimates. With `--calls`, each line goes on with what
+//! the estimate is made of (for fitting the driver table to the H200's
+//! measured walls): reserves, committed MiB, decommits, decommitted MiB
+//! and events.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -64,9 +67,12 @@ fn apply(mut policy: MemoryPolicy, settings: &str) -> Result<MemoryPolicy, Strin
 fn main() -> ExitCode {
     let mut settings = String::new();
     let mut seeds: Vec<u64> = Vec::new();
+    let mut calls = false;
     let mut argv = std::env::args().skip(1);
     while let Some(a) = argv.next() {
-        if a == "--seeds" {
+        if a == "--calls" {
+            calls = true;
+        } else if a == "--seeds" {
             let range = argv.next().unwrap_or_default();
             let parsed = range.split_once("..").and_then(|(first, last)| {
                 Some((first.parse::<u64>().ok()?, last.parse::<u64>().ok()?))
@@ -126,13 +132,28 @@ fn main() -> ExitCode {
                 t = t.ordered();
             }
             match replay(trace, &mut t, ReplayOptions::default()) {
-                Ok(r) => println!(
-                    "{name} {} {:.4} {:.2} {}",
-                    if touch { "yes" } else { "no" },
-                    r.ratio(),
-                    H200.predicted_wall_ms(r.events, r.storage.driver_ns),
-                    r.storage.commits
-                ),
+                Ok(r) => {
+                    let s = &r.storage;
+                    print!(
+                        "{name} {} {:.4} {:.2} {}",
+                        if touch { "yes" } else { "no" },
+                        r.ratio(),
+                        H200.predicted_wall_ms(r.events, s.driver_ns),
+                        s.commits
+                    );
+                    if calls {
+                        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+                        print!(
+                            " {} {:.1} {} {:.1} {}",
+                            s.reserves,
+                            mib(s.committed_bytes),
+                            s.decommits,
+                            mib(s.decommitted_bytes),
+                            r.events
+                        );
+                    }
+                    println!();
+                }
                 Err(e) => {
                     eprintln!("policy_sweep: {name}: {e}");
                     return ExitCode::FAILURE;
