@@ -18,8 +18,9 @@ use crate::vmm::{self, Chunk};
 /// What the calls cost on an NVIDIA H200 through the HIP-on-CUDA shim,
 /// the same table the mock's driver model charges
 /// (`streamcore_mock::replay::H200`, where each figure's source is
-/// written): committing a chunk (create + map + set access) 33 µs +
-/// 0.25 µs/MiB and decommitting one (unmap + release) 18 µs + 0.5 µs/MiB,
+/// written): committing a chunk (create + map + set access) 32 µs +
+/// 0.13 µs/MiB and decommitting one (unmap + release) 33 µs +
+/// 0.19 µs/MiB,
 /// fitted to the wall times of whole replays on the H200 (BENCHMARKS.md
 /// sections 3 and 6); reserving and freeing an address range about 3 µs
 /// whatever its size (`platform-hip/nvidia/calibrate.c`). Neither commit
@@ -30,15 +31,15 @@ pub const VMM_COSTS: StorageCosts = {
     // (reserve + commit), released by one decommit. Packed pages
     // (`hipMalloc`, up to the pack limit) cost less; the policy plans
     // with the larger figure.
-    c.alloc = CallCost::new(36_000, 250);
-    c.release = CallCost::new(18_000, 500);
+    c.alloc = CallCost::new(35_000, 130);
+    c.release = CallCost::new(33_000, 190);
     // A plain page may still be in use by queued work when it is
     // deallocated: its release waits for the device (`hipFree`, or a device
     // synchronization before the unmap).
     c.release_synchronizes = true;
     c.reserve = CallCost::new(3_000, 0);
-    c.commit = CallCost::new(33_000, 250);
-    c.decommit = CallCost::new(18_000, 500);
+    c.commit = CallCost::new(32_000, 130);
+    c.decommit = CallCost::new(33_000, 190);
     c
 };
 
@@ -510,14 +511,14 @@ mod tests {
         assert_eq!(t.charge(768 << 10), 768 << 10);
         assert_eq!(t.charge(MIB + 256), 2 * MIB);
         assert_eq!(t.charge(5 * MIB), 6 * MIB);
-        // The fit to whole replays on the H200, within 10%: commit 33.7 us
-        // + 0.25 us/MiB, decommit 17.2 us + 0.52 us/MiB (BENCHMARKS.md
-        // section 3).
+        // The fit to whole replays on the H200, within 10%: commit 32.3 us
+        // + 0.131 us/MiB, decommit 33.5 us + 0.193 us/MiB (BENCHMARKS.md
+        // section 3, round 8).
         let near = |ns: u64, us: f64| ((ns as f64 / 1e3) - us).abs() <= us * 0.1;
-        assert!(near(t.costs.commit.of(2 * MIB), 34.2));
-        assert!(near(t.costs.commit.of(64 * MIB), 49.7));
-        assert!(near(t.costs.decommit.of(2 * MIB), 18.2));
-        assert!(near(t.costs.decommit.of(64 * MIB), 50.5));
+        assert!(near(t.costs.commit.of(2 * MIB), 32.6));
+        assert!(near(t.costs.commit.of(64 * MIB), 40.7));
+        assert!(near(t.costs.decommit.of(2 * MIB), 33.9));
+        assert!(near(t.costs.decommit.of(64 * MIB), 45.9));
         assert!(t.costs.reserve.of(1 << 40) <= 6_000);
         assert_eq!(s.alignment(), DEVICE_ALIGNMENT);
     }

@@ -71,24 +71,28 @@ pub const H200_PROPERTIES: DeviceProperties = DeviceProperties {
 ///   (`hipMemGetInfo` before and after): `hipMalloc` above 1 MiB takes whole
 ///   2 MiB units, at or below 1 MiB it is packed (4 KiB … 512 KiB exact);
 ///   `hipMemGetAllocationGranularity` answers 2 MiB.
-/// - The virtual-memory calls (`commit`, `decommit`): fitted to the wall
-///   times of streamcore's whole replays on the H200 (the default layout,
-///   the 4 recorded traces and the 10 synthetic workloads, no touch, the
-///   fastest of 5 runs; BENCHMARKS.md section 6), by least squares on the
-///   relative error over the calls each replay made (commits, committed
-///   MiB, decommits, decommitted MiB) and its events (the host's share,
-///   [`host_event_ns`](DriverTable::host_event_ns)): commit 33.7 µs +
-///   0.25 µs/MiB, decommit 17.2 µs + 0.52 µs/MiB, 50 ns per event,
-///   rounded below; the predicted walls of those calls fall within 6 % of
-///   the measured ones on average, 16 % at most (the first calibration's
-///   costs predicted 1.7-3.1x the measured walls). `calibrate.c`'s
-///   one-chunk medians on the same machine agree on the fixed part
-///   (create + map + set-access 28.8 µs, unmap + release 24.1 µs at 2 MiB)
-///   but charge far more per MiB in isolation (160 / 54.5 µs at 64 MiB,
-///   633 / 138 µs at 256 MiB) than whole replays show, and its 64 chunks
-///   mapped one by one into one range, access set per chunk (243 µs a
-///   chunk), are not what the replays pay either: the replays are the
-///   ground truth.
+/// - The virtual-memory calls (`commit`, `decommit`) and the host's share
+///   per event ([`host_event_ns`](DriverTable::host_event_ns)): fitted to
+///   the wall times of streamcore's whole replays on the H200 (the default
+///   layout, all 44 traces of BENCHMARKS.md section 6: recorded,
+///   synthetic, held-out and two fresh sets; no touch, the fastest of 5
+///   runs, 2026-12-02), by least squares on the relative error over the
+///   calls each replay made (commits, committed MiB, decommits,
+///   decommitted MiB) and its events: commit 32.3 µs + 0.131 µs/MiB,
+///   decommit 33.5 µs + 0.193 µs/MiB, 56 ns per event (rounded to 32 +
+///   0.13 and 33 + 0.19). Fitted on
+///   the recorded, synthetic and held-out traces alone, the costs predict
+///   the 20 fresh traces' walls within 3.5 % on average, 16 % at most
+///   (the costs before, 33 µs + 0.25 µs/MiB and 18 µs + 0.5 µs/MiB fitted
+///   to 14 traces in round 7: 12.6 % and 59 %, over-pricing large chunks).
+///   One pattern the linear terms do not capture: large pages committed
+///   whole again and again (the growing pairs under the placement before
+///   round 8) took 1.6-1.8x what any fit of these terms predicts.
+///   `calibrate.c`'s one-chunk medians on the same machine agree on the
+///   fixed part (create + map + set-access 28.8 µs, unmap + release
+///   24.1 µs at 2 MiB) but charge far more per MiB in isolation (160 /
+///   54.5 µs at 64 MiB, 633 / 138 µs at 256 MiB) than whole replays show:
+///   the replays are the ground truth.
 /// - Reserving and freeing an address range: 1–3 µs each whatever its
 ///   size (`calibrate.c`).
 /// - `hipMalloc` / `hipFree` (the fallback route): `calibrate.c`'s medians
@@ -113,11 +117,11 @@ pub const H200: DriverTable = DriverTable {
     free: CallCost::new(29_000, 450),
     packed: CallCost::new(7_000, 0),
     reserve: CallCost::new(3_000, 0),
-    commit: CallCost::new(33_000, 250),
-    decommit: CallCost::new(18_000, 500),
+    commit: CallCost::new(32_000, 130),
+    decommit: CallCost::new(33_000, 190),
     vmm_granularity: 2 * MIB,
     max_reservation: 1 << 40,
-    host_event_ns: 50,
+    host_event_ns: 56,
 };
 
 /// Which route of the driver a counting storage models.
