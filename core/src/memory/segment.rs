@@ -2,8 +2,9 @@
 //! (virtual memory): the manager reserves large address ranges, carves each
 //! pool's pages from them (best fit, neighbours coalesced; a large page
 //! at the start of an empty reservation of its own, see
-//! [`large`](super::large)), commits the chunks its pages need and decommits, in place and without a device
-//! synchronization, chunks no page uses when the memory is needed.
+//! [`large`](super::large)), commits the chunks its pages need and
+//! decommits, in place and without a device synchronization, chunks no
+//! page uses when the memory is needed.
 //!
 //! The pools above do not change: a page is a page, wherever it comes from.
 //! What changes is what a page costs: pages share the driver's granules
