@@ -16,7 +16,8 @@
 //! page's committed granules are its own and go back with it.
 
 use super::segment::Segment;
-use super::tlsf::Carved;
+use super::tlsf::{Carved, FreeBlock};
+use crate::arena::NIL;
 
 /// The lane of large pages.
 pub(super) const LARGE_LANE: usize = 1;
@@ -47,14 +48,26 @@ impl Segment {
         best.map(|(i, _, _)| i)
     }
 
-    /// Carves `bytes` in `lane`: best fit in the shared lane, at the start
-    /// of [`large_home`](Self::large_home) in the large one.
-    pub(super) fn take_in(&mut self, lane: usize, bytes: u64) -> Option<Carved> {
+    /// The free block a new page of `bytes` in `lane` would be carved
+    /// from: the best fit in the shared lane, the start of
+    /// [`large_home`](Self::large_home) in the large one (`vacated` as
+    /// there).
+    pub(super) fn placement(&self, lane: usize, bytes: u64, vacated: u32) -> Option<FreeBlock> {
         if lane != LARGE_LANE {
-            return self.engines[lane].take(bytes);
+            return self.engines[lane].peek(bytes);
         }
-        let r = self.large_home(bytes, crate::arena::NIL)?;
-        let first = self.reservations[r].first_block;
-        Some(self.engines[lane].carve(first, bytes))
+        let r = self.large_home(bytes, vacated)?;
+        Some(FreeBlock {
+            block: self.reservations[r].first_block,
+            page: r,
+            offset: 0,
+        })
+    }
+
+    /// Carves `bytes` in `lane` where [`placement`](Self::placement) puts
+    /// a new page.
+    pub(super) fn take_in(&mut self, lane: usize, bytes: u64) -> Option<Carved> {
+        let f = self.placement(lane, bytes, NIL)?;
+        Some(self.engines[lane].carve(f.block, bytes))
     }
 }

@@ -238,21 +238,13 @@ impl<S: Storage> MemoryManager<S> {
     pub(super) fn recarve(&mut self, c: Carving, bytes: u64) -> Option<u32> {
         let seg = self.seg_mut();
         let lane = usize::from(bytes >= seg.large);
-        let block = if lane == LARGE_LANE {
-            // The page's reservation counts it still: it is empty but for
-            // the page taken back.
-            if c.offset != 0 || seg.large_home(bytes, c.reservation)? != c.reservation {
-                return None;
-            }
-            seg.reservations[c.reservation].first_block
-        } else {
-            let f = seg.engines[lane].peek(bytes)?;
-            if f.page != c.reservation || f.offset != c.offset {
-                return None;
-            }
-            f.block
-        };
-        Some(seg.engines[lane].carve(block, bytes).block)
+        // The page still counts in its reservation: as released, it would
+        // leave that reservation empty.
+        let f = seg.placement(lane, bytes, c.reservation)?;
+        if f.page != c.reservation || f.offset != c.offset {
+            return None;
+        }
+        Some(seg.engines[lane].carve(f.block, bytes).block)
     }
 
     /// Refuses a page of `bytes` that no reservation can hold (so every
@@ -284,8 +276,7 @@ impl<S: Storage> MemoryManager<S> {
         // costs the same at any size; a reservation only 1.5x the page is
         // outgrown within a few steps of a cache growing by 1.25x.
         let size = if lane == LARGE_LANE {
-            let room = need & !(g - 1);
-            need.saturating_add(room)
+            need.saturating_mul(2)
                 .min(self.seg().reservation_size().max(need))
         } else {
             self.seg().reservation_size()
