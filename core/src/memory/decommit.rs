@@ -77,11 +77,15 @@ impl<S: Storage> MemoryManager<S> {
     /// cover stays, and when that leaves the commit over the limit, the
     /// bytes held then become the level trimming keeps (hysteresis: the
     /// manager stops paying for round trips that do not keep its memory
-    /// down).
+    /// down). With `only_exempt`, only chunks of large pages' own
+    /// reservations are looked at (they go back free of the budget; the
+    /// caller passes the trim floor), nothing settles, and the bytes that
+    /// went are booked as owed to the large lane (`Books::owed_large`).
     pub(super) fn decommit_to_fit(
         &mut self,
         need: u64,
         limit: u64,
+        only_exempt: bool,
         progress: &mut dyn Progress,
     ) -> Res<(), S> {
         const LOOK: usize = 32;
@@ -105,6 +109,10 @@ impl<S: Storage> MemoryManager<S> {
                 };
                 let ch = chunks.chunk(c);
                 let bytes = chunks.bytes(ch);
+                if only_exempt && !self.exempt(ch.map) {
+                    next = chunks.lru_next(c);
+                    continue;
+                }
                 if !self.exempt(ch.map) && !self.affords(bytes) {
                     refused = true;
                     next = chunks.lru_next(c);
@@ -139,6 +147,9 @@ impl<S: Storage> MemoryManager<S> {
                 }
             }
             let Some(c) = pick else {
+                if only_exempt {
+                    break;
+                }
                 self.note_overshoot(need);
                 if refused {
                     // The budget keeps this much: trimming settles here.
@@ -147,10 +158,14 @@ impl<S: Storage> MemoryManager<S> {
                 break;
             };
             let ch = *self.seg().chunks.chunk(c);
+            let bytes = self.seg().chunks.bytes(&ch);
             if !self.exempt(ch.map) {
-                self.charge(self.seg().chunks.bytes(&ch));
+                self.charge(bytes);
             }
             self.decommit_one(c)?;
+            if only_exempt {
+                self.books.owed_large = self.books.owed_large.saturating_add(bytes);
+            }
         }
         Ok(())
     }

@@ -72,6 +72,11 @@ pub(super) struct Books {
     /// The bytes held when the churn budget last left a commit over the
     /// trim limit: trimming keeps no lower (see `decommit_to_fit`).
     pub settled: u64,
+    /// Bytes of large pages' idle reservations given back so that other
+    /// pages could grow without passing the trim floor, not yet committed
+    /// again by a large page: the others' commits do not reach ahead into
+    /// that room (it is the large page's when it comes back).
+    pub owed_large: u64,
 }
 
 impl Books {

@@ -17,9 +17,10 @@
 //! (a fraction of what the manager holds, so the number of commits grows
 //! with the logarithm of the memory, not with it); when trimming, never
 //! past what pages and live data already needed (the trim limit without
-//! its headroom; a large page's own reservation up to the trim limit), so
-//! a new peak costs what the page needs and no more, and no chunk holds
-//! committed memory that no page asked for beside a page that lives on.
+//! its headroom, less the room large pages gave back for the others to
+//! grow in), so a new peak costs what the page needs and no more, and no
+//! chunk holds committed memory that no page asked for beside a page that
+//! lives on.
 //! Carved pages take their exact size (the alignment only; large pages
 //! whole granules, so no two share one): their space goes back to the
 //! reservation when they are freed and serves any size.
@@ -368,9 +369,14 @@ impl<S: Storage> MemoryManager<S> {
         let want = (self.commit_step(need, lane) / g).min(u64::from(u32::MAX)) as u32;
         if self.layout.policy().trim_before_grow && !self.capture.is_open() {
             // Chunks no page uses go back (oldest first) while the commit
-            // would pass the trim limit.
+            // would pass the trim limit; idle chunks of large pages' own
+            // reservations already while it would pass the floor (no
+            // headroom keeps them: a large page's idle memory serves no
+            // other page, and in the headroom it is what raises the peak).
+            let floor = self.trim_floor();
+            self.decommit_to_fit(need, floor, true, progress)?;
             let limit = self.trim_limit();
-            self.decommit_to_fit(need, limit, progress)?;
+            self.decommit_to_fit(need, limit, false, progress)?;
         }
         // Granules the page shares with a neighbour (a partial first or
         // last granule) get chunks of their own, so the page's own
@@ -443,8 +449,11 @@ impl<S: Storage> MemoryManager<S> {
     /// needed ([`trim_floor`](Self::trim_floor)): memory reached ahead that
     /// no page comes to use is stranded for as long as a page lives in its
     /// chunk, and the trim headroom is there to keep idle memory, not to
-    /// commit unused memory. A large page's own reservation may reach into
-    /// the headroom: what lies ahead there is its own room to grow.
+    /// commit unused memory. Nor does a commit outside the large lane reach
+    /// into the room a large page's idle reservation gave back for others
+    /// to grow in (`Books::owed_large`): that room is the large page's when
+    /// it comes back, and memory reached ahead into it would push the next
+    /// peak past the floor.
     fn commit_step(&self, need: u64, lane: usize) -> u64 {
         let policy = self.layout.policy();
         let held = self.books.reserved.saturating_add(self.books.pending);
@@ -453,12 +462,12 @@ impl<S: Storage> MemoryManager<S> {
             return need;
         }
         if policy.trim_before_grow {
-            let limit = if lane == LARGE_LANE {
-                self.trim_limit()
+            let owed = if lane == LARGE_LANE {
+                0
             } else {
-                self.trim_floor()
+                self.books.owed_large
             };
-            let room = limit.saturating_sub(held);
+            let room = self.trim_floor().saturating_sub(held.saturating_add(owed));
             return step.min(room).max(need);
         }
         step
@@ -486,6 +495,9 @@ impl<S: Storage> MemoryManager<S> {
         self.books.commits += 1;
         self.books.reserved += bytes;
         self.books.committed += bytes;
+        if self.exempt(map) {
+            self.books.owed_large = self.books.owed_large.saturating_sub(bytes);
+        }
         Ok(())
     }
 

@@ -379,3 +379,69 @@ fn two_growing_caches_commit_their_growth_not_their_pages() {
         m.free(h).unwrap();
     }
 }
+
+/// A large page's reservation left idle does not sit in the trim headroom
+/// while the other pages grow past what was ever held: a commit that would
+/// pass the trim floor (the most held, the live peak) gives the idle large
+/// chunks back first, as many as it needs, so the memory held stays at the
+/// floor; the large page coming back commits what went.
+#[test]
+fn an_idle_large_reservation_goes_back_before_others_grow_past_the_floor() {
+    let g = 2 * MIB;
+    let layout = MemoryLayout::new(
+        &[
+            PoolSpec::small(64 * KIB, KIB),
+            PoolSpec::sliced(MIB, 64 * KIB),
+            PoolSpec::exclusive(32 << 30),
+        ],
+        256,
+        MemoryPolicy::default(),
+    )
+    .unwrap();
+    let mut m = MemoryManager::new(TestStorage::resizable(g, 1 << 40), layout);
+    // A steady set of 64 pages of 16 MiB, then a transient of 1 GiB (a
+    // large page: at least 256 granules) on top of it.
+    let steady: Vec<_> = (0..64).map(|_| m.reserve(16 * MIB).unwrap().0).collect();
+    let large = 1u64 << 30;
+    let (h, _) = m.reserve(large).unwrap();
+    let floor = m.storage().committed();
+    assert_eq!(floor, 64 * 16 * MIB + large, "every page committed exactly");
+    m.free(h).unwrap();
+    assert_eq!(
+        m.storage().committed(),
+        floor,
+        "the transient's memory stays"
+    );
+    // The steady set grows by 8 MiB a page, 12 MiB in all: well inside the
+    // headroom (the live peak / 128 = 16 MiB), past the floor.
+    let decommits = m.storage().decommit_calls;
+    let more: Vec<_> = (0..3).map(|_| m.reserve(4 * MIB).unwrap().0).collect();
+    assert!(
+        m.storage().committed() <= floor,
+        "{} bytes held, over the most ever held ({floor})",
+        m.storage().committed()
+    );
+    let went = m.storage().decommit_calls - decommits;
+    assert!(went >= 1, "an idle chunk of the large page went back");
+    // Only pieces of the large reservation went: the steady pages and the
+    // new ones are all in place, and the idle large memory left is what
+    // was not needed (a piece is at most 64 granules).
+    assert!(m.idle_committed_bytes() >= large - 12 * MIB - 64 * g);
+    // The transient again: it commits what went back, and no more than the
+    // floor plus the growth is held.
+    let commits = m.storage().commit_calls;
+    let (h, _) = m.reserve(large).unwrap();
+    assert!(
+        m.storage().commit_calls > commits,
+        "the pieces that went come back"
+    );
+    assert!(
+        m.storage().committed() <= floor + 12 * MIB,
+        "{} bytes held, floor {floor}",
+        m.storage().committed()
+    );
+    m.free(h).unwrap();
+    for h in steady.into_iter().chain(more) {
+        m.free(h).unwrap();
+    }
+}

@@ -55,9 +55,10 @@ pub struct MemoryPolicy {
     /// On a resizable storage, a commit reaches ahead over free space to
     /// at least `held >> commit_step_shift` bytes (what the manager holds,
     /// by this fraction), when trimming no further than the trim limit less
-    /// its headroom (a large page's own reservation: the trim limit): the
-    /// number of commits then grows with the logarithm of the memory. 64:
-    /// commit only what a page needs.
+    /// its headroom (and, outside a large page's own reservation, less the
+    /// room large pages' idle reservations gave back for others to grow
+    /// in): the number of commits then grows with the logarithm of the
+    /// memory. 64: commit only what a page needs.
     pub commit_step_shift: u32,
     /// On a resizable storage, a granule a page shares with a neighbour is
     /// committed as a chunk of its own (more commits; the page's own

@@ -208,7 +208,10 @@ fn the_driver_model_holds_its_figures_per_trace() {
         // only within what pages and live data already needed: GPT-2 1.0220
         // (was 1.0293, 213 commits and 12 decommits, 12.3 ms, with pages
         // rounded to 1/128 and commits reaching into the trim headroom).
-        ("gpt2_train", DriverModel::Vmm, 10184, 275, 275, 43, 126),
+        // Round 9 (a large page's idle reservation trimmed to the trim
+        // floor, and the others' commits not reaching into the room it
+        // gave back): the same ratio for 276 commits.
+        ("gpt2_train", DriverModel::Vmm, 10184, 276, 276, 43, 126),
         // ResNet-50: the same 1.0041 for 40 more commits (was 122 and no
         // decommit, 4.8 ms; 1.0048, 152 + 2 at 1/32 rounding).
         ("resnet50_train", DriverModel::Vmm, 10041, 162, 162, 2, 56),
@@ -313,14 +316,16 @@ fn the_held_out_set_is_other_traces_of_the_same_families() {
 /// managers waiting for their stream a few times before giving memory back
 /// instead of fencing every free. GPT-2 moved when commits came in pieces
 /// of at most 64 granules (1.0220, 212 commits, 11 decommits, 3 waits
-/// with whole chunks).
+/// with whole chunks), and again in round 9, when a large page's idle
+/// reservation went back down to the trim floor (273 commits, 41
+/// decommits before).
 #[test]
 fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
     let dir = traces_dir();
     let props = H200_PROPERTIES;
     // (trace, ratio x 1e4, commits, decommits, waits)
     let expected: [(&str, u64, u64, u64, u64); 4] = [
-        ("gpt2_train", 10184, 273, 41, 4),
+        ("gpt2_train", 10184, 276, 43, 4),
         ("resnet50_train", 10041, 162, 2, 2),
         ("llama_decode", 10174, 81, 0, 0),
         ("two_stream_pipeline", 10062, 9, 0, 0),
@@ -416,21 +421,29 @@ fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
 /// huge transients 143 + 9, 5.4 ms; transformer steps 295 commits,
 /// 10.0 ms; serving 1.1318, 606 + 323, 40.8 ms; random b 1.2738, 107 +
 /// 32, 5.5 ms; growing pair 1.0070, 460 + 358, 50.6 ms.
+///
+/// Moved again in round 9: the idle chunks of a large page's own
+/// reservation go back once a commit would pass the trim floor (the
+/// headroom no longer keeps them), a large page's commit reaches no
+/// further than the floor, and the others' commits do not reach into the
+/// room a large page gave back. Before, same order: growing cache 300 +
+/// 219, 20.9 ms; huge transients 1.0057, 152 + 12, 5.6 ms; growing pair
+/// 1.0076, 718 + 599, 61.3 ms.
 #[test]
 fn the_driver_model_holds_its_figures_on_unseen_workloads() {
     // (workload, ratio x 1e4 books, malloc, vmm; vmm commits, decommits,
     // driver ms x 10)
     let expected: [(&str, u64, u64, u64, u64, u64, u64); 10] = [
         ("syn_three_phases", 10078, 10933, 10005, 247, 0, 82),
-        ("syn_growing_cache", 10022, 10048, 10005, 300, 219, 209),
+        ("syn_growing_cache", 10022, 10048, 10005, 308, 228, 215),
         ("syn_random_lifetimes", 10078, 10889, 10889, 165, 74, 83),
         ("syn_three_streams", 10779, 11149, 11601, 173, 88, 95),
-        ("syn_huge_transients", 10078, 11334, 10057, 152, 12, 56),
+        ("syn_huge_transients", 10078, 11334, 10006, 153, 13, 57),
         ("syn_transformer_steps", 10078, 10985, 10007, 304, 0, 103),
         ("syn_serving", 10325, 10504, 10697, 1353, 1054, 1026),
         ("syn_pinned_fragments", 10076, 10637, 10404, 40, 5, 15),
         ("syn_random_lifetimes_b", 10078, 10345, 12426, 142, 49, 72),
-        ("syn_growing_pair", 10053, 10068, 10076, 718, 599, 613),
+        ("syn_growing_pair", 10053, 10068, 10001, 807, 691, 703),
     ];
     let workloads = crate::replay::synthetic::workloads();
     assert_eq!(workloads.len(), expected.len(), "every workload is held");
