@@ -496,7 +496,8 @@ fn run_with(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    // 256 cases, or as many as `PROPTEST_CASES` asks for (a long run).
+    #![proptest_config(ProptestConfig::default())]
 
     #[test]
     fn manager_matches_the_model(ops in proptest::collection::vec(op(), 1..160), first in 0u8..4) {
