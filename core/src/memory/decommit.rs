@@ -6,6 +6,7 @@
 
 use super::chunks::Moved;
 use super::error::MemoryError;
+use super::large::LARGE_LANE;
 use super::manager::MemoryManager;
 use super::progress::Progress;
 use crate::platform::Storage;
@@ -77,17 +78,19 @@ impl<S: Storage> MemoryManager<S> {
     /// cover stays, and when that leaves the commit over the limit, the
     /// bytes held then become the level trimming keeps (hysteresis: the
     /// manager stops paying for round trips that do not keep its memory
-    /// down). With `only_exempt`, only chunks of large pages' own
-    /// reservations are looked at (they go back free of the budget; the
-    /// caller passes the trim floor), nothing settles, and the bytes that
+    /// down). With `unusable_for: Some(lane)`, only chunks that cannot
+    /// serve a page of `lane` are looked at ([`unusable`](Self::unusable):
+    /// they go back free of the budget; the caller passes the trim floor),
+    /// nothing settles, and the bytes of large pages' reservations that
     /// went are booked as owed to the large lane (`Books::owed_large`).
     pub(super) fn decommit_to_fit(
         &mut self,
         need: u64,
         limit: u64,
-        only_exempt: bool,
+        unusable_for: Option<usize>,
         progress: &mut dyn Progress,
     ) -> Res<(), S> {
+        let unusable_pass = unusable_for.is_some();
         const LOOK: usize = 32;
         while self.may_decommit() {
             let held = self.books.reserved + self.books.pending;
@@ -109,11 +112,15 @@ impl<S: Storage> MemoryManager<S> {
                 };
                 let ch = chunks.chunk(c);
                 let bytes = chunks.bytes(ch);
-                if only_exempt && !self.exempt(ch.map) {
-                    next = chunks.lru_next(c);
-                    continue;
-                }
-                if !self.exempt(ch.map) && !self.affords(bytes) {
+                let free = match unusable_for {
+                    Some(lane) if !self.unusable(ch.map, lane) => {
+                        next = chunks.lru_next(c);
+                        continue;
+                    }
+                    Some(_) => true,
+                    None => self.exempt(ch.map),
+                };
+                if !free && !self.affords(bytes) {
                     refused = true;
                     next = chunks.lru_next(c);
                     continue;
@@ -147,7 +154,7 @@ impl<S: Storage> MemoryManager<S> {
                 }
             }
             let Some(c) = pick else {
-                if only_exempt {
+                if unusable_pass {
                     break;
                 }
                 self.note_overshoot(need);
@@ -159,11 +166,14 @@ impl<S: Storage> MemoryManager<S> {
             };
             let ch = *self.seg().chunks.chunk(c);
             let bytes = self.seg().chunks.bytes(&ch);
-            if !self.exempt(ch.map) {
+            // Read before the decommit: a large reservation goes with its
+            // last chunk.
+            let exempt = self.exempt(ch.map);
+            if !exempt && !unusable_pass {
                 self.charge(bytes);
             }
             self.decommit_one(c)?;
-            if only_exempt {
+            if unusable_pass && exempt {
                 self.books.owed_large = self.books.owed_large.saturating_add(bytes);
             }
         }
@@ -176,6 +186,19 @@ impl<S: Storage> MemoryManager<S> {
     pub(super) fn exempt(&self, map: u32) -> bool {
         let seg = self.seg();
         seg.reservations[seg.chunks.owner_of(map)].lane == 1
+    }
+
+    /// Whether idle chunks of map `map` cannot serve a new page of lane
+    /// `lane`: a large page's own reservation serves no other page, and
+    /// the shared lane's chunks serve no large page (its reservations are
+    /// its own). Such chunks go back free of the churn budget once a commit
+    /// would pass the trim floor: kept in the headroom, they are what
+    /// raises the peak, and the page being committed could never have used
+    /// them.
+    pub(super) fn unusable(&self, map: u32, lane: usize) -> bool {
+        let seg = self.seg();
+        let theirs = usize::from(seg.reservations[seg.chunks.owner_of(map)].lane);
+        theirs == LARGE_LANE || lane == LARGE_LANE
     }
 
     /// Asks `progress` to wait until the stream completed `cursor`; whether

@@ -28,7 +28,9 @@
 //! When to give back: a chunk no page uses stays committed (a page carved
 //! over it later costs no call) until a commit would pass the trim limit
 //! (then the oldest idle chunks go, the smallest that covers the excess
-//! first), until it has been idle for the periodic-release period, or until
+//! first; chunks the committing page could never use, a large page's own
+//! reservation's and, for a large page, the shared lane's, already once
+//! it would pass the trim floor), until it has been idle for the periodic-release period, or until
 //! `cleanup` or an out-of-memory retry; never while a capture window is open
 //! on the manager or flushes are held for another stream's capture. Pages
 //! of at least `large_page_granules` live in reservations of their own,
@@ -369,14 +371,15 @@ impl<S: Storage> MemoryManager<S> {
         let want = (self.commit_step(need, lane) / g).min(u64::from(u32::MAX)) as u32;
         if self.layout.policy().trim_before_grow && !self.capture.is_open() {
             // Chunks no page uses go back (oldest first) while the commit
-            // would pass the trim limit; idle chunks of large pages' own
-            // reservations already while it would pass the floor (no
-            // headroom keeps them: a large page's idle memory serves no
-            // other page, and in the headroom it is what raises the peak).
+            // would pass the trim limit; idle chunks that cannot serve this
+            // page already while it would pass the floor (no headroom keeps
+            // them: in the headroom they are what raises the peak): those of
+            // large pages' own reservations, which serve no other page, and
+            // for a large page those of the shared lane too.
             let floor = self.trim_floor();
-            self.decommit_to_fit(need, floor, true, progress)?;
+            self.decommit_to_fit(need, floor, Some(lane), progress)?;
             let limit = self.trim_limit();
-            self.decommit_to_fit(need, limit, false, progress)?;
+            self.decommit_to_fit(need, limit, None, progress)?;
         }
         // Granules the page shares with a neighbour (a partial first or
         // last granule) get chunks of their own, so the page's own

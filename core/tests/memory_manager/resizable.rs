@@ -380,6 +380,68 @@ fn two_growing_caches_commit_their_growth_not_their_pages() {
     }
 }
 
+/// The mirror of the test below: idle chunks of the shared lane do not sit
+/// in the trim headroom while a large page (which never uses them: it gets
+/// a reservation of its own) commits past what was ever held. They go back
+/// first, free of the churn budget, so the memory held stays at the trim
+/// floor; with a headroom of 1/8 of the live peak, trimming to the limit
+/// alone would have kept up to 192 MiB of them.
+#[test]
+fn a_large_page_past_the_floor_takes_the_shared_lanes_idle_chunks_first() {
+    let g = 2 * MIB;
+    let policy = MemoryPolicy {
+        trim_headroom_shift: 3,
+        ..MemoryPolicy::default()
+    };
+    let layout = MemoryLayout::new(
+        &[
+            PoolSpec::small(64 * KIB, KIB),
+            PoolSpec::sliced(MIB, 64 * KIB),
+            PoolSpec::exclusive(32 << 30),
+        ],
+        256,
+        policy,
+    )
+    .unwrap();
+    let mut m = MemoryManager::new(TestStorage::resizable(g, 1 << 40), layout);
+    // A steady set of 1 GiB and a transient of 512 MiB beside it, in pages
+    // of 16 MiB (the shared lane), then the transient freed: its chunks
+    // stay committed, idle.
+    let steady: Vec<_> = (0..64).map(|_| m.reserve(16 * MIB).unwrap().0).collect();
+    let transient: Vec<_> = (0..32).map(|_| m.reserve(16 * MIB).unwrap().0).collect();
+    let floor = m.storage().committed();
+    assert_eq!(floor, 96 * 16 * MIB, "every page committed exactly");
+    for h in transient {
+        m.free(h).unwrap();
+    }
+    // (All of it but what shares a chunk with the steady set.)
+    assert!(
+        m.idle_committed_bytes() >= 31 * 16 * MIB,
+        "the transient's memory stays"
+    );
+    // A large page of 512 MiB (256 granules): past the floor, well past it
+    // with the headroom (the live peak / 8 = 192 MiB) too.
+    let decommits = m.storage().decommit_calls;
+    let (h, _) = m.reserve(512 * MIB).unwrap();
+    assert!(
+        m.storage().decommit_calls > decommits,
+        "idle shared chunks went back"
+    );
+    assert!(
+        m.storage().committed() <= floor,
+        "{} bytes held, over the most ever held ({floor})",
+        m.storage().committed()
+    );
+    // What went is what the large page needed, no more than a piece
+    // (64 granules) over it: the steady set and the large page are in
+    // place.
+    assert!(m.storage().committed() + 64 * g >= floor);
+    m.free(h).unwrap();
+    for h in steady {
+        m.free(h).unwrap();
+    }
+}
+
 /// A large page's reservation left idle does not sit in the trim headroom
 /// while the other pages grow past what was ever held: a commit that would
 /// pass the trim floor (the most held, the live peak) gives the idle large

@@ -429,13 +429,18 @@ fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
 /// room a large page gave back. Before, same order: growing cache 300 +
 /// 219, 20.9 ms; huge transients 1.0057, 152 + 12, 5.6 ms; growing pair
 /// 1.0076, 718 + 599, 61.3 ms.
+///
+/// Moved in round 10: a large page's commit past the trim floor gives the
+/// shared lane's idle chunks back first (they cannot serve it). Before,
+/// same order: growing cache 308 + 228, 21.5 ms; growing pair 807 + 691,
+/// 70.3 ms.
 #[test]
 fn the_driver_model_holds_its_figures_on_unseen_workloads() {
     // (workload, ratio x 1e4 books, malloc, vmm; vmm commits, decommits,
     // driver ms x 10)
     let expected: [(&str, u64, u64, u64, u64, u64, u64); 10] = [
         ("syn_three_phases", 10078, 10933, 10005, 247, 0, 82),
-        ("syn_growing_cache", 10022, 10048, 10005, 308, 228, 215),
+        ("syn_growing_cache", 10022, 10048, 10005, 353, 275, 247),
         ("syn_random_lifetimes", 10078, 10889, 10889, 165, 74, 83),
         ("syn_three_streams", 10779, 11149, 11601, 173, 88, 95),
         ("syn_huge_transients", 10078, 11334, 10006, 153, 13, 57),
@@ -443,7 +448,7 @@ fn the_driver_model_holds_its_figures_on_unseen_workloads() {
         ("syn_serving", 10325, 10504, 10697, 1353, 1054, 1026),
         ("syn_pinned_fragments", 10076, 10637, 10404, 40, 5, 15),
         ("syn_random_lifetimes_b", 10078, 10345, 12426, 142, 49, 72),
-        ("syn_growing_pair", 10053, 10068, 10001, 807, 691, 703),
+        ("syn_growing_pair", 10053, 10068, 10001, 754, 630, 640),
     ];
     let workloads = crate::replay::synthetic::workloads();
     assert_eq!(workloads.len(), expected.len(), "every workload is held");
