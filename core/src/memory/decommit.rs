@@ -74,11 +74,11 @@ impl<S: Storage> MemoryManager<S> {
     /// Chunks whose fence the stream has not completed are taken only
     /// after `progress` waited for it; if it cannot, the commit passes the
     /// limit. Each decommit is charged to the churn budget (`budget.rs`)
-    /// unless the chunk is a large page's own; a chunk the budget does not
-    /// cover stays, and when that leaves the commit over the limit, the
-    /// bytes held then become the level trimming keeps (hysteresis: the
-    /// manager stops paying for round trips that do not keep its memory
-    /// down). With `unusable_for: Some(lane)`, only chunks that cannot
+    /// unless the chunk is a large page's own (or goes in the pass below);
+    /// a chunk the budget does not cover stays, and when that leaves the
+    /// commit over the limit, the bytes held then become the level trimming
+    /// keeps (hysteresis: the manager stops paying for round trips that do
+    /// not keep its memory down). With `unusable_for: Some(lane)`, only chunks that cannot
     /// serve a page of `lane` are looked at ([`unusable`](Self::unusable):
     /// they go back free of the budget; the caller passes the trim floor),
     /// nothing settles, and the bytes of large pages' reservations that

@@ -30,11 +30,12 @@
 //! (then the oldest idle chunks go, the smallest that covers the excess
 //! first; chunks the committing page could never use, a large page's own
 //! reservation's and, for a large page, the shared lane's, already once
-//! it would pass the trim floor), until it has been idle for the periodic-release period, or until
-//! `cleanup` or an out-of-memory retry; never while a capture window is open
-//! on the manager or flushes are held for another stream's capture. Pages
-//! of at least `large_page_granules` live in reservations of their own,
-//! given back whole with their last chunk.
+//! it would pass the trim floor), until it has been idle for the
+//! periodic-release period, or until `cleanup` or an out-of-memory retry;
+//! never while a capture window is open on the manager or flushes are
+//! held for another stream's capture. Pages of at least
+//! `large_page_granules` live in reservations of their own, given back
+//! whole with their last chunk.
 
 use super::chunks::ChunkTable;
 use super::error::{MemoryError, OomCause};
