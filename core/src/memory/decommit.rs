@@ -78,11 +78,12 @@ impl<S: Storage> MemoryManager<S> {
     /// a chunk the budget does not cover stays, and when that leaves the
     /// commit over the limit, the bytes held then become the level trimming
     /// keeps (hysteresis: the manager stops paying for round trips that do
-    /// not keep its memory down). With `unusable_for: Some(lane)`, only chunks that cannot
-    /// serve a page of `lane` are looked at ([`unusable`](Self::unusable):
-    /// they go back free of the budget; the caller passes the trim floor),
-    /// nothing settles, and the bytes of large pages' reservations that
-    /// went are booked as owed to the large lane (`Books::owed_large`).
+    /// not keep its memory down). With `unusable_for: Some(lane)`, only
+    /// chunks that cannot serve a page of `lane` are looked at
+    /// ([`unusable`](Self::unusable): they go back free of the budget; the
+    /// caller passes the trim floor), nothing settles, and the bytes of
+    /// large pages' reservations that went are booked as owed to the large
+    /// lane (`Books::owed_large`).
     pub(super) fn decommit_to_fit(
         &mut self,
         need: u64,
@@ -112,14 +113,11 @@ impl<S: Storage> MemoryManager<S> {
                 };
                 let ch = chunks.chunk(c);
                 let bytes = chunks.bytes(ch);
-                let free = match unusable_for {
-                    Some(lane) if !self.unusable(ch.map, lane) => {
-                        next = chunks.lru_next(c);
-                        continue;
-                    }
-                    Some(_) => true,
-                    None => self.exempt(ch.map),
-                };
+                if unusable_for.is_some_and(|lane| !self.unusable(ch.map, lane)) {
+                    next = chunks.lru_next(c);
+                    continue;
+                }
+                let free = unusable_pass || self.exempt(ch.map);
                 if !free && !self.affords(bytes) {
                     refused = true;
                     next = chunks.lru_next(c);
@@ -169,7 +167,7 @@ impl<S: Storage> MemoryManager<S> {
             // Read before the decommit: a large reservation goes with its
             // last chunk.
             let exempt = self.exempt(ch.map);
-            if !exempt && !unusable_pass {
+            if !(exempt || unusable_pass) {
                 self.charge(bytes);
             }
             self.decommit_one(c)?;
@@ -185,7 +183,7 @@ impl<S: Storage> MemoryManager<S> {
     /// use.
     pub(super) fn exempt(&self, map: u32) -> bool {
         let seg = self.seg();
-        seg.reservations[seg.chunks.owner_of(map)].lane == 1
+        usize::from(seg.reservations[seg.chunks.owner_of(map)].lane) == LARGE_LANE
     }
 
     /// Whether idle chunks of map `map` cannot serve a new page of lane
@@ -196,9 +194,7 @@ impl<S: Storage> MemoryManager<S> {
     /// raises the peak, and the page being committed could never have used
     /// them.
     pub(super) fn unusable(&self, map: u32, lane: usize) -> bool {
-        let seg = self.seg();
-        let theirs = usize::from(seg.reservations[seg.chunks.owner_of(map)].lane);
-        theirs == LARGE_LANE || lane == LARGE_LANE
+        lane == LARGE_LANE || self.exempt(map)
     }
 
     /// Asks `progress` to wait until the stream completed `cursor`; whether
@@ -237,9 +233,12 @@ impl<S: Storage> MemoryManager<S> {
             // A large page's own reservation goes with its last chunk.
             let owner = self.seg().chunks.owner_of(ch.map);
             let r = self.seg().reservations[owner];
-            if r.lane == 1 && r.pages == 0 && self.seg().chunks.chunks_of(r.map).is_empty() {
+            if usize::from(r.lane) == LARGE_LANE
+                && r.pages == 0
+                && self.seg().chunks.chunks_of(r.map).is_empty()
+            {
                 let seg = self.seg_mut();
-                seg.engines[1].remove_page(r.first_block);
+                seg.engines[LARGE_LANE].remove_page(r.first_block);
                 seg.chunks.remove_map(r.map);
                 seg.reservations.remove_at(owner);
                 self.storage.dealloc(r.id);
