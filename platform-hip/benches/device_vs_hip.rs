@@ -12,7 +12,10 @@
 //! 4. a two-stream pipeline: the waits and events the `Device` inserted
 //!    against the minimum (one per cross-stream hand-off), and its time
 //!    against hand-placed events (whole rounds, and submission alone), on
-//!    the default lock and on the spin lock;
+//!    the default lock, the spin lock and a lock with no atomics, and the
+//!    same pipeline through `HipPlatform` alone (no core): what a stage adds
+//!    split into the platform's share, the locks' and the core's
+//!    bookkeeping;
 //! 5. the building blocks of the launch and wait path, per call (events,
 //!    waits, queries, the current-device calls), and the host's own: an
 //!    uncontended atomic add, a lock + unlock of each lock family.

@@ -6,8 +6,8 @@ pub(crate) use std::time::Instant;
 
 pub(crate) use crate::raw::{self, R, RawBuffer, RawEvent, RawKernel, RawStream};
 pub(crate) use streamcore::device::{
-    Buffer, Device, DeviceConfig, DeviceStats, KernelId, Launched, LockFamilyMutex, ParkingLock,
-    RawLock, SpinLock, StdLock,
+    Buffer, Device, DeviceConfig, DeviceStats, KernelId, Launched, LocalLock, LockFamilyMutex,
+    ParkingLock, RawLock, SpinLock, StdLock,
 };
 pub(crate) use streamcore::memory::{MemoryLayout, MemoryManager};
 pub(crate) use streamcore::platform::{

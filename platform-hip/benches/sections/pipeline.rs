@@ -166,6 +166,110 @@ impl BarePipe {
     }
 }
 
+/// The same pipeline through `HipPlatform` alone, no `Device`: its
+/// launches over pages of its own device storage, and an event per stage
+/// recorded and waited on through the platform (its idle-event cache, its
+/// range checks), as the core's wait placement calls them. What the
+/// platform's share of a stage is, beside the bare calls.
+struct PlatformPipe {
+    platform: HipPlatform,
+    fill: <HipPlatform as Platform>::Kernel,
+    acc_k: <HipPlatform as Platform>::Kernel,
+    s0: <HipPlatform as Platform>::Stream,
+    s1: <HipPlatform as Platform>::Stream,
+    /// Per stage: the fill's bindings (stage buffer, its info words).
+    fills: Vec<[Binding; 2]>,
+    /// Per stage: the accumulation's bindings (stage buffer, acc, info).
+    accs: Vec<[Binding; 3]>,
+    acc: DeviceRange,
+    /// Keeps the pages alive (and frees them on drop).
+    _storage: <HipPlatform as Platform>::Storage,
+}
+
+impl PlatformPipe {
+    fn new() -> R<Self> {
+        let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
+        let fill = platform.load_kernel(&FILL).map_err(e("load sc_fill"))?;
+        let acc_k = platform.load_kernel(&ACC).map_err(e("load sb_acc"))?;
+        let s0 = platform.create_stream().map_err(e("create_stream"))?;
+        let s1 = platform.create_stream().map_err(e("create_stream"))?;
+        let mut storage = platform.device_storage().map_err(e("device_storage"))?;
+        let staging = RawStream::new()?;
+        // A page of `bytes`, filled from `data` when given.
+        let mut page = |bytes: usize, data: Option<&[u8]>| -> R<DeviceRange> {
+            let id = storage
+                .alloc(bytes as u64)
+                .map_err(e("HipStorage::alloc"))?;
+            if let Some(data) = data {
+                let src = RawBuffer::new(bytes)?;
+                src.upload(&staging, data)?;
+                raw::copy_device(id.0, src.address, bytes, &staging)?;
+            }
+            Ok(DeviceRange {
+                page: id,
+                offset: 0,
+                len: bytes as u64,
+            })
+        };
+        let acc = page(4 * N, Some(&bytes(&[0; N])))?;
+        let acc_info = page(8, Some(&words64(&[N as u64])))?;
+        let mut fills = Vec::with_capacity(STAGES);
+        let mut accs = Vec::with_capacity(STAGES);
+        for k in 0..STAGES {
+            let buf = page(4 * N, None)?;
+            let info = page(16, Some(&words64(&[N as u64, k as u64 + 1])))?;
+            let b = |range, access| Binding { range, access };
+            fills.push([b(buf, Access::Write), b(info, Access::Read)]);
+            accs.push([
+                b(buf, Access::Read),
+                b(acc, Access::ReadWrite),
+                b(acc_info, Access::Read),
+            ]);
+        }
+        Ok(Self {
+            platform,
+            fill,
+            acc_k,
+            s0,
+            s1,
+            fills,
+            accs,
+            acc,
+            _storage: storage,
+        })
+    }
+
+    /// Submits one round: per stage the fill on stream 1, an event recorded
+    /// there and waited on by stream 0, the accumulation on stream 0.
+    fn submit(&mut self) -> R<()> {
+        let p = &self.platform;
+        for (fill, acc) in self.fills.iter().zip(&self.accs) {
+            p.launch(&mut self.s1, &self.fill, dims(), fill)
+                .map_err(e("HipPlatform::launch"))?;
+            let ev = p.record(&mut self.s1).map_err(e("HipPlatform::record"))?;
+            p.wait(&mut self.s0, &ev).map_err(e("HipPlatform::wait"))?;
+            p.launch(&mut self.s0, &self.acc_k, dims(), acc)
+                .map_err(e("HipPlatform::launch"))?;
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> R<()> {
+        self.s0.synchronize().map_err(e("synchronize"))?;
+        self.s1.synchronize().map_err(e("synchronize"))
+    }
+
+    /// Checks the accumulator after `rounds` rounds.
+    fn finish(&mut self, rounds: u32, what: &str) -> R<()> {
+        self.sync()?;
+        let out = RawBuffer::new(4 * N)?;
+        let staging = RawStream::new()?;
+        raw::copy_device(out.address, self.acc.page.0, 4 * N, &staging)?;
+        let per_round = (STAGES * (STAGES + 1) / 2) as u32;
+        check(what, &words(&out.download(&staging)?), rounds * per_round)
+    }
+}
+
 /// Section 4: a two-stream pipeline. Returns Device / bare (median).
 ///
 /// Five variants take turns round by round (the order rotating): the
@@ -177,7 +281,10 @@ impl BarePipe {
 /// on two pairs: "bare" the two bare ones, "Device" the two default-lock
 /// devices. The two bare pipelines do the same work, and so do the two
 /// devices: their ratios are the bench's own resolution, printed beside
-/// the budget.
+/// the budget. Two more variants split a stage's cost (not part of the
+/// budget): a Device on `LocalLock` (no atomic lock words: what the
+/// locks cost) and the platform alone (the same calls through
+/// `HipPlatform`, no core: what the platform's own checks cost).
 pub(crate) fn pipeline() -> R<f64> {
     const ROUNDS: usize = 120;
     // Two devices on the default lock (what `Device::new` gives), each on
@@ -186,15 +293,18 @@ pub(crate) fn pipeline() -> R<f64> {
     let dev_b = PipeDevice::<streamcore::device::DefaultLock>::new()?;
     let spin = PipeDevice::<SpinLock>::new()?;
     let bare = [BarePipe::new()?, BarePipe::new()?];
+    let local = PipeDevice::<LocalLock>::new()?;
+    let mut alone = PlatformPipe::new()?;
 
-    // [Device A, bare A, Device on SpinLock, bare B, Device B]
-    let mut s: [Samples; 5] = Default::default();
+    // [Device A, bare A, Device on SpinLock, bare B, Device B, Device on
+    // LocalLock, the platform alone]
+    let mut s: [Samples; 7] = Default::default();
     // The same rounds split: submission (launches, waits, events) and the
     // round's end (the syncs).
-    let mut submit: [Samples; 5] = Default::default();
+    let mut submit: [Samples; 7] = Default::default();
     let (mut waits, mut events_in_loop, mut events_in_sync) = (Vec::new(), Vec::new(), Vec::new());
-    let mut rounds_run = [0u32; 5];
-    interleaved(ROUNDS, 5, |which, counted| {
+    let mut rounds_run = [0u32; 7];
+    interleaved(ROUNDS, 7, |which, counted| {
         let t = Instant::now();
         match which {
             0 => {
@@ -212,15 +322,22 @@ pub(crate) fn pipeline() -> R<f64> {
                     events_in_sync.push(synced.events_recorded - looped.events_recorded);
                 }
             }
-            2 | 4 => {
-                let submitted = if which == 2 {
-                    spin.round(t)?
-                } else {
-                    dev_b.round(t)?
+            2 | 4 | 5 => {
+                let submitted = match which {
+                    2 => spin.round(t)?,
+                    4 => dev_b.round(t)?,
+                    _ => local.round(t)?,
                 };
                 if counted {
                     submit[which].push(submitted, STAGES);
                 }
+            }
+            6 => {
+                alone.submit()?;
+                if counted {
+                    submit[which].push(ns(t), STAGES);
+                }
+                alone.sync()?;
             }
             _ => {
                 let b = &bare[which / 2];
@@ -240,6 +357,8 @@ pub(crate) fn pipeline() -> R<f64> {
     dev.finish(rounds_run[0], "Device pipeline")?;
     dev_b.finish(rounds_run[4], "Device pipeline (second streams)")?;
     spin.finish(rounds_run[2], "Device (SpinLock) pipeline")?;
+    local.finish(rounds_run[5], "Device (LocalLock) pipeline")?;
+    alone.finish(rounds_run[6], "platform-alone pipeline")?;
     bare[0].finish(rounds_run[1], "bare pipeline")?;
     bare[1].finish(rounds_run[3], "bare pipeline (second streams)")?;
     let bare_all = s[1].joined(&s[3]);
@@ -278,8 +397,28 @@ pub(crate) fn pipeline() -> R<f64> {
     row("  bare, first pair of streams", &s[1], None, "ns/stage");
     row("  bare, second pair of streams", &s[3], None, "ns/stage");
     row("Device on SpinLock", &s[2], None, "ns/stage");
+    row(
+        "Device on LocalLock (no lock atomics)",
+        &s[5],
+        None,
+        "ns/stage",
+    );
+    row("HipPlatform alone (no core)", &s[6], None, "ns/stage");
     ratio("Device / bare", dev_all.median(), bare_all.median());
     ratio("Device (SpinLock) / bare", s[2].median(), bare_all.median());
+    ratio(
+        "Device (LocalLock) / bare",
+        s[5].median(),
+        bare_all.median(),
+    );
+    ratio("HipPlatform alone / bare", s[6].median(), bare_all.median());
+    println!(
+        "  a stage's added ns (medians): the platform's own {:.0}, the core's locks {:.0}, \
+         the core's bookkeeping {:.0}",
+        s[6].median() - bare_all.median(),
+        dev_all.median() - s[5].median(),
+        s[5].median() - s[6].median()
+    );
     ratio(
         "bare (first) / bare (second): the bench's resolution",
         s[1].median(),
@@ -305,6 +444,18 @@ pub(crate) fn pipeline() -> R<f64> {
     row(
         "  of which submission, Device (SpinLock)",
         &submit[2],
+        None,
+        "ns/stage",
+    );
+    row(
+        "  of which submission, Device (LocalLock)",
+        &submit[5],
+        None,
+        "ns/stage",
+    );
+    row(
+        "  of which submission, HipPlatform alone",
+        &submit[6],
         None,
         "ns/stage",
     );
