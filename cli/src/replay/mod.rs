@@ -95,7 +95,7 @@ resizable (virtual-memory) storage:
                \"trim_headroom_shift\": 7, \"page_rounding_shift\": 7,
                \"commit_step_shift\": 6,   \"split_boundaries\": false,
                \"commit_piece_granules\": 0,  (0: chunks of any size)
-               \"large_page_granules\": 256,
+               \"large_page_granules\": 384,
                \"strand_guard\": \"adaptive\",  (off, adaptive, on)
                \"churn_budget\": {\"per_reserve_ns\": 500, \"per_mib_ns\": 150}}
                                            (or \"unlimited\")

@@ -389,8 +389,10 @@ fn two_growing_caches_commit_their_growth_not_their_pages() {
 #[test]
 fn a_large_page_past_the_floor_takes_the_shared_lanes_idle_chunks_first() {
     let g = 2 * MIB;
+    // Large pages from 512 MiB (the mechanism, not the default's size).
     let policy = MemoryPolicy {
         trim_headroom_shift: 3,
+        large_page_granules: 256,
         ..MemoryPolicy::default()
     };
     let layout = MemoryLayout::new(

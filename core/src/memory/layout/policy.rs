@@ -80,7 +80,13 @@ pub struct MemoryPolicy {
     /// On a resizable storage, pages of at least this many granules get a
     /// reservation of their own, sized to them: a large buffer (logits, a
     /// growing cache) neither fragments the space of the others nor keeps
-    /// memory once it is freed and the memory is needed elsewhere.
+    /// memory once it is freed and the memory is needed elsewhere. Below
+    /// it a page shares the common reservations, whose idle chunks a later
+    /// page reuses without a call. 384 granules (768 MiB on a 2 MiB
+    /// granule) keeps GPT-2's logits (785 MiB) large and lets transients
+    /// of 512-768 MiB reuse committed memory: on the H200 it met both
+    /// figures on 3-5 more of the 88 workloads than 256 did (BENCHMARKS.md
+    /// section 6, round 11).
     pub large_page_granules: u32,
     /// On a resizable storage, when carved pages guard against stranding
     /// free memory inside committed chunks (see [`StrandGuard`]).
@@ -133,7 +139,7 @@ impl Default for MemoryPolicy {
             commit_step_shift: 6,
             split_boundaries: false,
             commit_piece_granules: 64,
-            large_page_granules: 256,
+            large_page_granules: 384,
             strand_guard: StrandGuard::Adaptive,
             // Chosen with the driver model (`memory_model` example, its
             // costs fitted to whole replays on the H200) over a grid of both

@@ -440,15 +440,15 @@ fn the_driver_model_holds_its_figures_on_unseen_workloads() {
     // driver ms x 10)
     let expected: [(&str, u64, u64, u64, u64, u64, u64); 10] = [
         ("syn_three_phases", 10078, 10933, 10005, 247, 0, 82),
-        ("syn_growing_cache", 10022, 10048, 10005, 353, 275, 247),
+        ("syn_growing_cache", 10022, 10048, 10005, 309, 228, 214),
         ("syn_random_lifetimes", 10078, 10889, 10889, 165, 74, 83),
         ("syn_three_streams", 10779, 11149, 11601, 173, 88, 95),
-        ("syn_huge_transients", 10078, 11334, 10006, 153, 13, 57),
+        ("syn_huge_transients", 10078, 11334, 10006, 151, 14, 58),
         ("syn_transformer_steps", 10078, 10985, 10007, 304, 0, 103),
         ("syn_serving", 10325, 10504, 10697, 1353, 1054, 1026),
         ("syn_pinned_fragments", 10076, 10637, 10404, 40, 5, 15),
         ("syn_random_lifetimes_b", 10078, 10345, 12426, 142, 49, 72),
-        ("syn_growing_pair", 10053, 10068, 10001, 754, 630, 640),
+        ("syn_growing_pair", 10053, 10068, 10001, 766, 661, 663),
     ];
     let workloads = crate::replay::synthetic::workloads();
     assert_eq!(workloads.len(), expected.len(), "every workload is held");
