@@ -97,10 +97,9 @@ step() { # step NAME COMMAND...: runs, logs to NAME.log, notes failures
 cat "$logs/device.txt"
 
 step shim "$nvidia/build.sh" "$shim"
-export ROCM_PATH="$shim"
-unset HIP_PATH
-cudart="$(ldd "$shim/lib/libamdhip64.so" 2>/dev/null | awk '/libcudart/ {print $3}')"
-[[ -n "$cudart" ]] && export LD_LIBRARY_PATH="$(dirname "$cudart")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# shellcheck source=../platform-hip/nvidia/env.sh
+. "$nvidia/env.sh"
+use_shim "$shim"
 
 [[ "${SKIP_CALIBRATE:-0}" == 1 ]] || step calibrate env SHIM_DIR="$shim" "$nvidia/calibrate.sh"
 if [[ "${SKIP_TESTS:-0}" != 1 ]]; then

@@ -29,12 +29,9 @@ if ! "$here/build.sh" "$shim" >"$logs/build.log" 2>&1; then
     echo "ab.sh: shim build failed" >&2
     exit 1
 fi
-export ROCM_PATH="$shim"
-unset HIP_PATH
-cudart="$(ldd "$shim/lib/libamdhip64.so" | awk '/libcudart/ {print $3}')"
-if [[ -n "$cudart" ]]; then
-    export LD_LIBRARY_PATH="$(dirname "$cudart")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
+# shellcheck source=env.sh
+. "$here/env.sh"
+use_shim "$shim"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 
 # The budget line's ratio: the field before "target".

@@ -35,12 +35,9 @@ if ! "$here/build.sh" "$shim" 2>&1 | tee -a "$logs/build.log"; then
     exit 1
 fi
 
-export ROCM_PATH="$shim"
-unset HIP_PATH
-cudart="$(ldd "$shim/lib/libamdhip64.so" | awk '/libcudart/ {print $3}')"
-if [[ -n "$cudart" ]]; then
-    export LD_LIBRARY_PATH="$(dirname "$cudart")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
+# shellcheck source=env.sh
+. "$here/env.sh"
+use_shim "$shim"
 
 status=0
 for bin in "$@"; do
