@@ -71,11 +71,10 @@ impl<L: RawLock> PipeDevice<L> {
 
     /// Checks the accumulator after `rounds` rounds, then lets the buffers go.
     fn finish(self, rounds: u32, what: &str) -> R<()> {
-        let per_round = (STAGES * (STAGES + 1) / 2) as u32;
         check(
             what,
             &words(&self.dev.read(S0, &self.acc).map_err(e("read"))?),
-            rounds * per_round,
+            accumulated(rounds),
         )?;
         let Self {
             dev, stages, acc, ..
@@ -157,11 +156,10 @@ impl BarePipe {
 
     /// Checks the accumulator after `rounds` rounds.
     fn finish(&self, rounds: u32, what: &str) -> R<()> {
-        let per_round = (STAGES * (STAGES + 1) / 2) as u32;
         check(
             what,
             &words(&self.acc.download(&self.s0)?),
-            rounds * per_round,
+            accumulated(rounds),
         )
     }
 }
@@ -254,20 +252,25 @@ impl PlatformPipe {
         Ok(())
     }
 
-    fn sync(&mut self) -> R<()> {
+    fn sync(&self) -> R<()> {
         self.s0.synchronize().map_err(e("synchronize"))?;
         self.s1.synchronize().map_err(e("synchronize"))
     }
 
-    /// Checks the accumulator after `rounds` rounds.
-    fn finish(&mut self, rounds: u32, what: &str) -> R<()> {
-        self.sync()?;
+    /// Checks the accumulator after `rounds` rounds (each ended with
+    /// [`sync`](Self::sync)).
+    fn finish(&self, rounds: u32, what: &str) -> R<()> {
         let out = RawBuffer::new(4 * N)?;
         let staging = RawStream::new()?;
         raw::copy_device(out.address, self.acc.page.0, 4 * N, &staging)?;
-        let per_round = (STAGES * (STAGES + 1) / 2) as u32;
-        check(what, &words(&out.download(&staging)?), rounds * per_round)
+        check(what, &words(&out.download(&staging)?), accumulated(rounds))
     }
+}
+
+/// What the accumulator holds after `rounds` rounds: each round adds
+/// every stage's number, 1 to `STAGES`.
+fn accumulated(rounds: u32) -> u32 {
+    rounds * (STAGES * (STAGES + 1) / 2) as u32
 }
 
 /// Section 4: a two-stream pipeline. Returns Device / bare (median).
@@ -275,13 +278,13 @@ impl PlatformPipe {
 /// Seven variants take turns round by round (the order rotating): the
 /// Device on its default lock, the bare pipeline, the Device on the spin
 /// lock, the bare pipeline again on a second pair of streams, a second
-/// Device on its default lock, and the two below. Each pipeline has a pair of streams of its
-/// own, and pairs of streams differ a little (the driver maps them to its
-/// hardware queues), so each side of the budget ratio pools two pipelines
-/// on two pairs: "bare" the two bare ones, "Device" the two default-lock
-/// devices. The two bare pipelines do the same work, and so do the two
-/// devices: their ratios are the bench's own resolution, printed beside
-/// the budget. The last two split a stage's cost (not part of the
+/// Device on its default lock, and the two below. Each pipeline has a
+/// pair of streams of its own, and pairs of streams differ a little (the
+/// driver maps them to its hardware queues), so each side of the budget
+/// ratio pools two pipelines on two pairs: "bare" the two bare ones,
+/// "Device" the two default-lock devices. The two bare pipelines do the
+/// same work, and so do the two devices: their ratios are the bench's own
+/// resolution, printed beside the budget. The last two split a stage's cost (not part of the
 /// budget): a Device on `LocalLock` (no atomic lock words: what the
 /// locks cost) and the platform alone (the same calls through
 /// `HipPlatform`, no core: what the platform's own checks cost).
