@@ -31,6 +31,7 @@ mod fences;
 mod frees;
 mod graph;
 mod handle;
+mod info;
 mod inspect;
 mod launch;
 mod lock;
