@@ -13,7 +13,7 @@ use crate::stream::{DoomReason, StreamId};
 
 /// A launch's info binding: the device range holding its info words, and
 /// the slice to free after the launch when no cache entry owns it.
-pub(crate) type InfoBinding = (DeviceRange, Option<crate::memory::SliceHandle>);
+type InfoBinding = (DeviceRange, Option<crate::memory::SliceHandle>);
 
 impl<P: Platform> Inner<P> {
     /// The info binding of a launch off the common path: for a booked
@@ -55,7 +55,7 @@ impl<P: Platform> Inner<P> {
     /// The device range holding `info`: a cache hit, or a fresh slice
     /// uploaded through the staging pool and cached. The second value is a
     /// slice to free after the launch when the cache refused it.
-    pub(crate) fn info_binding<L: RawLock>(
+    fn info_binding<L: RawLock>(
         &mut self,
         env: &Env<P, L>,
         sid: StreamId,

@@ -275,19 +275,19 @@ fn accumulated(rounds: u32) -> u32 {
 
 /// Section 4: a two-stream pipeline. Returns Device / bare (median).
 ///
-/// Seven variants take turns round by round (the order rotating): the
-/// Device on its default lock, the bare pipeline, the Device on the spin
-/// lock, the bare pipeline again on a second pair of streams, a second
-/// Device on its default lock, and the two below. Each pipeline has a
-/// pair of streams of its own, and pairs of streams differ a little (the
-/// driver maps them to its hardware queues), so each side of the budget
-/// ratio pools two pipelines on two pairs: "bare" the two bare ones,
-/// "Device" the two default-lock devices. The two bare pipelines do the
-/// same work, and so do the two devices: their ratios are the bench's own
-/// resolution, printed beside the budget. The last two split a stage's cost (not part of the
-/// budget): a Device on `LocalLock` (no atomic lock words: what the
-/// locks cost) and the platform alone (the same calls through
-/// `HipPlatform`, no core: what the platform's own checks cost).
+/// Seven variants take turns round by round (the order rotating): the Device
+/// on its default lock, the bare pipeline, the Device on the spin lock, the
+/// bare pipeline again on a second pair of streams, a second Device on its
+/// default lock, and the two below. Each pipeline has a pair of streams of
+/// its own, and pairs of streams differ a little (the driver maps them to its
+/// hardware queues), so each side of the budget ratio pools two pipelines on
+/// two pairs: "bare" the two bare ones, "Device" the two default-lock
+/// devices. The two bare pipelines do the same work, and so do the two
+/// devices: their ratios are the bench's own resolution, printed beside the
+/// budget. The last two split a stage's cost (not part of the budget): a
+/// Device on `LocalLock` (no atomic lock words: what the locks cost) and the
+/// platform alone (the same calls through `HipPlatform`, no core: what the
+/// platform's own checks cost).
 pub(crate) fn pipeline() -> R<f64> {
     const ROUNDS: usize = 120;
     // Two devices on the default lock (what `Device::new` gives), each on
