@@ -18,7 +18,11 @@
 //!    bookkeeping;
 //! 5. the building blocks of the launch and wait path, per call (events,
 //!    waits, queries, the current-device calls), and the host's own: an
-//!    uncontended atomic add, a lock + unlock of each lock family.
+//!    uncontended atomic add, a lock + unlock of each lock family;
+//! 6. two threads on the real driver, through the `Device` and through bare
+//!    calls: a launch's latency on one stream while another thread waits out
+//!    20 ms synchronizes of the other, and two threads' launch rate on two
+//!    streams against one thread's (`THREADS_SECS`, `THREADS_TRIALS`).
 //!
 //! It ends with the budget ratios (launch, pipeline, alloc at 1 MiB and at
 //! 4 KiB) and their targets. Section names as arguments run only those sections.
@@ -36,7 +40,7 @@ mod sections;
 use std::process::ExitCode;
 
 use common::{DeviceConfig, HipPlatform, R, e};
-use sections::{allocations, chain, launches, pipeline, primitives};
+use sections::{allocations, chain, launches, pipeline, primitives, threads};
 use streamcore::device::Device;
 use streamcore::platform::{ErrorKind, Platform, PlatformError};
 
@@ -81,7 +85,14 @@ impl Budget {
     }
 }
 
-const SECTIONS: [&str; 5] = ["launches", "allocations", "pipeline", "chain", "primitives"];
+const SECTIONS: [&str; 6] = [
+    "launches",
+    "allocations",
+    "pipeline",
+    "chain",
+    "primitives",
+    "threads",
+];
 
 fn run() -> R<bool> {
     // Section names on the command line run only those (flags such as
@@ -114,7 +125,7 @@ fn run() -> R<bool> {
     let budget = std::cell::RefCell::new(Budget::default());
     // Each section runs even when an earlier one failed; the run fails at
     // the end if any did.
-    let sections: [(&str, &dyn Fn() -> R<()>); 5] = [
+    let sections: [(&str, &dyn Fn() -> R<()>); 6] = [
         ("launches", &|| {
             budget.borrow_mut().launch = Some(launches(&dev)?);
             Ok(())
@@ -129,6 +140,7 @@ fn run() -> R<bool> {
         }),
         ("chain", &|| chain(&dev)),
         ("primitives", &primitives),
+        ("threads", &threads),
     ];
     let mut failed = Vec::new();
     for (name, section) in sections {

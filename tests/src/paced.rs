@@ -1,10 +1,10 @@
 //! A platform wrapper that makes calls cost what a driver's do — a launch
-//! burns a few microseconds of CPU, a host synchronization sleeps — and can
-//! run a hook while the host is blocked in `synchronize`. The concurrency
-//! tests and the concurrency bench use it over the mock and the null
-//! platform.
+//! burns a few microseconds of CPU, part of it under a driver-wide lock, a
+//! host synchronization sleeps — and can run a hook while the host is
+//! blocked in `synchronize`. The concurrency tests and the concurrency bench
+//! use it over the mock and the null platform.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,10 @@ pub type SyncHook = Box<dyn FnMut() + Send>;
 #[derive(Default)]
 struct Pacing {
     launch_ns: AtomicU64,
+    /// The part of `launch_ns` burnt under `driver`, in millionths.
+    serial_ppm: AtomicU64,
+    /// The driver's own lock, shared by every clone (one context).
+    driver: AtomicBool,
     sync_ns: AtomicU64,
     syncs: AtomicU64,
     hook: Mutex<Option<SyncHook>>,
@@ -62,6 +66,25 @@ impl<P> Paced<P> {
             .store(cost.as_nanos() as u64, Ordering::Relaxed);
     }
 
+    /// The share (0 to 1) of each launch's cost burnt under one lock that
+    /// every clone shares, as a driver serializes part of every submission
+    /// to one context whatever the stream: two threads launching together
+    /// then reach at most `1 / share` times one thread's rate. 0 (the
+    /// default): launches on different threads overlap completely. On an
+    /// H200 through the HIP-on-CUDA shim, bare `hipModuleLaunchKernel`
+    /// from two threads on two streams reached 1.60-1.65x one thread's
+    /// rate: a share of about 0.6 (BENCHMARKS.md section 1).
+    pub fn set_launch_serial_share(&self, share: f64) {
+        let ppm = (share.clamp(0.0, 1.0) * 1e6) as u64;
+        self.pacing.serial_ppm.store(ppm, Ordering::Relaxed);
+    }
+
+    /// Burns one launch's cost as [`launch`](Platform::launch) does, without
+    /// launching anything: what a machine allows threads that only submit.
+    pub fn burn_launch_cost(&self) {
+        burn_launch(&self.pacing, self.pacing.launch_ns.load(Ordering::Relaxed));
+    }
+
     /// Each host synchronization sleeps `cost` after it is forwarded.
     pub fn set_sync_cost(&self, cost: Duration) {
         self.pacing
@@ -83,6 +106,25 @@ impl<P> Paced<P> {
     pub fn syncs(&self) -> u64 {
         self.pacing.syncs.load(Ordering::Relaxed)
     }
+}
+
+/// Burns a launch's cost of `ns`: the parallel part first, then the
+/// serial share (`serial_ppm`) holding `driver`.
+fn burn_launch(pacing: &Pacing, ns: u64) {
+    let serial = ns.saturating_mul(pacing.serial_ppm.load(Ordering::Relaxed)) / 1_000_000;
+    spin_for(ns - serial);
+    if serial == 0 {
+        return;
+    }
+    while pacing
+        .driver
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        std::hint::spin_loop();
+    }
+    spin_for(serial);
+    pacing.driver.store(false, Ordering::Release);
 }
 
 fn spin_for(ns: u64) {
@@ -184,7 +226,7 @@ impl<P: Platform> Platform for Paced<P> {
         dims: LaunchDims,
         bindings: &[Binding],
     ) -> Result<(), P::Error> {
-        spin_for(self.pacing.launch_ns.load(Ordering::Relaxed));
+        burn_launch(&self.pacing, self.pacing.launch_ns.load(Ordering::Relaxed));
         self.inner.launch(s, k, dims, bindings)
     }
 }

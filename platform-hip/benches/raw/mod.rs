@@ -126,6 +126,14 @@ impl RawKernel {
     }
 }
 
+// SAFETY: a module and its function are process-wide HIP handles: any host
+// thread may launch them (the runtime serializes what it must), and the
+// bench only launches them, never unloads them while another thread may
+// (the module is unloaded in `drop`, which needs ownership).
+unsafe impl Send for RawKernel {}
+// SAFETY: as for `Send`; `launch` takes `&self` and mutates nothing of it.
+unsafe impl Sync for RawKernel {}
+
 impl Drop for RawKernel {
     fn drop(&mut self) {
         // SAFETY: the module is live, owned here, unloaded exactly once.
@@ -163,6 +171,14 @@ impl RawStream {
         })
     }
 }
+
+// SAFETY: a HIP stream may be used from any host thread (the runtime makes
+// its calls on one stream from several threads safe); it is destroyed only
+// in `drop`, which needs ownership.
+unsafe impl Send for RawStream {}
+// SAFETY: as for `Send`; every method takes `&self` and only queues work
+// on the stream or waits for it.
+unsafe impl Sync for RawStream {}
 
 impl Drop for RawStream {
     fn drop(&mut self) {
