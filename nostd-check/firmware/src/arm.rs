@@ -76,3 +76,52 @@ pub fn semihost(op: usize, arg: usize) -> usize {
     }
     ret
 }
+
+/// SysTick's control and status register (Armv7-M system control space).
+const SYST_CSR: *mut u32 = 0xE000_E010 as *mut u32;
+/// SysTick's reload value register.
+const SYST_RVR: *mut u32 = 0xE000_E014 as *mut u32;
+/// SysTick's current value register (counts down; a write clears it).
+const SYST_CVR: *mut u32 = 0xE000_E018 as *mut u32;
+
+/// The bits [`counter`] keeps: SysTick is a 24-bit down-counter.
+pub const COUNTER_MASK: u64 = 0x00FF_FFFF;
+
+/// Starts SysTick on the processor clock from its largest reload, without
+/// its interrupt. Under QEMU with `-icount`, the processor clock advances
+/// with the instructions executed.
+pub fn start_counter() {
+    // SAFETY: the three SysTick registers exist on every Armv7-M core at
+    // these addresses and take word writes; the image runs privileged (it
+    // never leaves thread mode's privileged state). TICKINT stays 0, so no
+    // exception is ever raised (its vector would end the run).
+    unsafe {
+        core::ptr::write_volatile(SYST_RVR, COUNTER_MASK as u32);
+        core::ptr::write_volatile(SYST_CVR, 0);
+        core::ptr::write_volatile(SYST_CSR, 0b101);
+    }
+}
+
+/// SysTick ticks since [`start_counter`], modulo 2^24 (see [`COUNTER_MASK`]).
+pub fn counter() -> u64 {
+    // SAFETY: a word read of SysTick's current value register (see
+    // `start_counter`); reading has no side effect.
+    let current = unsafe { core::ptr::read_volatile(SYST_CVR) };
+    COUNTER_MASK - u64::from(current)
+}
+
+/// Runs a loop of exactly `2 * n` instructions (`n` >= 1): the known
+/// amount of work the counter is calibrated against.
+pub fn spin(n: u32) {
+    // SAFETY: two instructions on a register the asm owns (`n`, clobbered);
+    // no memory is touched; the flags are clobbered (not preserved).
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "subs {n}, {n}, #1",
+            "bne 2b",
+            n = inout(reg) n.max(1) => _,
+            options(nomem, nostack),
+        );
+    }
+}

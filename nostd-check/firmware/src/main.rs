@@ -33,6 +33,7 @@ const CORE: &str = "RV32IMAC";
 
 #[path = "../../src/bump.rs"]
 mod bump;
+mod cost;
 #[path = "../../src/scenario.rs"]
 mod scenario;
 
@@ -94,7 +95,9 @@ pub(crate) fn exit(ok: bool) -> ! {
     }
 }
 
-/// Runs the scenario and exits QEMU with its verdict.
+/// Runs the scenario, then counts what launches cost (`cost.rs`), and
+/// exits QEMU with the verdict: the scenario passed, the launches ran and
+/// none of the counted ones allocated.
 #[unsafe(no_mangle)]
 extern "C" fn firmware_main() -> ! {
     let got = scenario::run();
@@ -107,7 +110,19 @@ extern "C" fn firmware_main() -> ! {
         HEAP.used(),
         HEAP_BYTES,
     ));
-    exit(ok)
+    let costs = cost::measure(|| HEAP.used());
+    match &costs {
+        Some(c) => print(format_args!(
+            "launch cost on {CORE} (instructions, warm, null platform): a lone launch {}, \
+             a pipeline stage (two launches, one cross-stream wait) {}, a round's sync_all {}; \
+             {} B allocated while counting; counter {} units per 1000 instructions\n",
+            c.launch, c.stage, c.sync_all, c.allocated, c.units_per_1000,
+        )),
+        None => print(format_args!(
+            "launch cost on {CORE}: FAILED (a launch or the set-up failed)\n"
+        )),
+    }
+    exit(ok && costs.is_some_and(|c| c.allocated == 0))
 }
 
 #[panic_handler]

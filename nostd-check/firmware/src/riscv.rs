@@ -72,3 +72,49 @@ pub fn semihost(op: usize, arg: usize) -> usize {
     }
     ret
 }
+
+/// The bits [`counter`] keeps: all 64 of `minstret`.
+pub const COUNTER_MASK: u64 = u64::MAX;
+
+/// Nothing to start: `minstret` always counts (in machine mode).
+pub fn start_counter() {}
+
+/// Instructions retired (`minstret`, read high-low-high so the halves
+/// agree). Under QEMU it counts instructions only with `-icount`.
+pub fn counter() -> u64 {
+    loop {
+        let (hi, lo, again): (u32, u32, u32);
+        // SAFETY: reads of the machine-mode counter CSRs, which the hart
+        // running in machine mode may always read; no memory, no flags.
+        unsafe {
+            core::arch::asm!(
+                "csrr {0}, minstreth",
+                "csrr {1}, minstret",
+                "csrr {2}, minstreth",
+                out(reg) hi,
+                out(reg) lo,
+                out(reg) again,
+                options(nomem, nostack, preserves_flags),
+            );
+        }
+        if hi == again {
+            return (u64::from(hi) << 32) | u64::from(lo);
+        }
+    }
+}
+
+/// Runs a loop of exactly `2 * n` instructions (`n` >= 1): the known
+/// amount of work the counter is calibrated against.
+pub fn spin(n: u32) {
+    // SAFETY: two instructions on a register the asm owns (`n`, clobbered);
+    // no memory is touched.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "addi {n}, {n}, -1",
+            "bnez {n}, 2b",
+            n = inout(reg) n.max(1) => _,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+}
