@@ -150,6 +150,7 @@ macro_rules! for_each_scenario {
             capture_calls_out_of_order_are_rejected,
             bad_input_is_a_typed_error,
             two_devices_from_their_own_threads,
+            threads_share_one_device,
         }
     };
 }

@@ -599,3 +599,102 @@ where
     h.finish(&d1);
     Ok(())
 }
+
+/// One device shared by four threads, each on a stream of its own: two
+/// run scale launches with allocations and drops of temporaries in
+/// between and read their results back (host synchronizations while the
+/// others launch); the other two hand buffers over: one fills a fresh
+/// buffer on its stream each round and sends it through a channel,
+/// dropping its own handle, the other adds each into an accumulator on
+/// its stream (the core places the waits on the producer's fills). Every
+/// result is checked.
+pub fn threads_share_one_device<H>(h: &H) -> Result<(), Skip>
+where
+    H: Harness + Sync,
+    Device<H::P>: Send + Sync,
+{
+    use std::sync::mpsc;
+    use std::thread;
+    let d = h.device(&Setup::streams(4))?;
+    let (scale, fill, add) = (
+        load(&d, &kernels::SCALE),
+        load(&d, &kernels::FILL),
+        load(&d, &kernels::ADD),
+    );
+    let n = 4096usize;
+    let rounds = 40u32;
+    let info = |k: u32| [n as u64, u64::from(k)];
+    thread::scope(|s| {
+        let d = &d;
+        let workers: Vec<_> = (0..2u16)
+            .map(|t| {
+                s.spawn(move || {
+                    let sid = StreamId(t);
+                    let base = u32::from(t) + 2;
+                    let x = d.upload(sid, &bytes(&vec![base; n])).unwrap();
+                    for round in 1..=rounds {
+                        // Temporaries of three sizes, so pages are taken
+                        // and given back while the other threads run.
+                        let extra = 4 * n as u64 * u64::from(round % 3);
+                        let tmp = d.alloc(sid, 4 * n as u64 + extra).unwrap();
+                        queued(d.launch(
+                            sid,
+                            scale,
+                            dims(n),
+                            &[x.read(), tmp.write()],
+                            &info(round),
+                        ));
+                        if round % 4 == 0 {
+                            let got = read_words(d, sid, &tmp);
+                            assert_eq!(
+                                &got[..n],
+                                &vec![base * round; n][..],
+                                "thread {t}, round {round}"
+                            );
+                        }
+                    }
+                })
+            })
+            .collect();
+        let (tx, rx) = mpsc::channel();
+        let producer = s.spawn(move || {
+            let sid = StreamId(2);
+            for k in 1..=rounds {
+                let b = d.alloc(sid, 4 * n as u64).unwrap();
+                queued(d.launch(sid, fill, dims(n), &[b.write()], &info(k)));
+                tx.send(b.clone()).unwrap();
+                drop(b);
+            }
+        });
+        let consumer = s.spawn(move || {
+            let sid = StreamId(3);
+            let mut acc = d.alloc(sid, 4 * n as u64).unwrap();
+            let mut next = d.alloc(sid, 4 * n as u64).unwrap();
+            queued(d.launch(sid, fill, dims(n), &[acc.write()], &info(0)));
+            for b in rx {
+                queued(d.launch(
+                    sid,
+                    add,
+                    dims(n),
+                    &[acc.read(), b.read(), next.write()],
+                    &info(0),
+                ));
+                std::mem::swap(&mut acc, &mut next);
+            }
+            read_words(d, sid, &acc)
+        });
+        for (t, w) in workers.into_iter().enumerate() {
+            w.join().unwrap_or_else(|_| panic!("worker {t} failed"));
+        }
+        producer.join().expect("the producer failed");
+        let sum = consumer.join().expect("the consumer failed");
+        assert_eq!(
+            sum,
+            vec![rounds * (rounds + 1) / 2; n],
+            "the hand-offs' sum"
+        );
+    });
+    d.sync_all().unwrap();
+    h.finish(&d);
+    Ok(())
+}
