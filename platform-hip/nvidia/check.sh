@@ -25,6 +25,6 @@ done
 RUN_ARGS="--test-threads=1" "$here/run.sh" "$bin/hip_suite" "$bin/platform_tests" "${benches[@]}"
 status=$?
 echo "== summary"
-grep -h -E '^hip: |^test result:|target <=|^bench failed|FAILED' \
+grep -h -E '^hip: |^test result:|target <=|^  Device: (worst|two)|^bench failed|FAILED' \
     "$LOG_DIR"/hip_suite.log "$LOG_DIR"/platform_tests.log "$LOG_DIR"/device_vs_hip_run*.log
 exit $status
