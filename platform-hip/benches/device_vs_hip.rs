@@ -19,10 +19,11 @@
 //! 5. the building blocks of the launch and wait path, per call (events,
 //!    waits, queries, the current-device calls), and the host's own: an
 //!    uncontended atomic add, a lock + unlock of each lock family;
-//! 6. two threads on the real driver, through the `Device` and through bare
-//!    calls: a launch's latency on one stream while another thread waits out
-//!    20 ms synchronizes of the other, and two threads' launch rate on two
-//!    streams against one thread's (`THREADS_SECS`, `THREADS_TRIALS`).
+//! 6. two threads on the real driver, through bare calls and the `Device` on
+//!    each lock family: a launch's latency on one stream while another
+//!    thread waits out 20 ms synchronizes of the other, and two threads'
+//!    launch rate on two streams against one thread's (`THREADS_SECS`,
+//!    `THREADS_TRIALS`).
 //!
 //! It ends with the budget ratios (launch, pipeline, alloc at 1 MiB and at
 //! 4 KiB) and their targets. Section names as arguments run only those sections.
