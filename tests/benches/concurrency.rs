@@ -12,8 +12,8 @@
 //! lane held), as a real driver call is; a share of it (`LAUNCH_SERIAL`,
 //! default 0.6) under one lock all threads share, as the H200's driver
 //! serializes part of every submission (bare `hipModuleLaunchKernel` from
-//! two threads on two streams: 1.60-1.65x one thread's rate, `device_vs_hip
-//! threads`). `LAUNCH_SERIAL=0` is a driver whose launches overlap
+//! two threads on two streams: 1.51-1.65x one thread's rate on four hosts,
+//! `device_vs_hip threads`). `LAUNCH_SERIAL=0` is a driver whose launches overlap
 //! completely. Each figure is the median of `TRIALS` runs of `SECS` seconds.
 //!
 //! `cargo bench -p streamcore-tests --bench concurrency`

@@ -70,9 +70,9 @@ impl<P> Paced<P> {
     /// every clone shares, as a driver serializes part of every submission
     /// to one context whatever the stream: two threads launching together
     /// then reach at most `1 / share` times one thread's rate. 0 (the
-    /// default): launches on different threads overlap completely. On an
-    /// H200 through the HIP-on-CUDA shim, bare `hipModuleLaunchKernel`
-    /// from two threads on two streams reached 1.60-1.65x one thread's
+    /// default): launches on different threads overlap completely. On
+    /// H200 hosts through the HIP-on-CUDA shim, bare `hipModuleLaunchKernel`
+    /// from two threads on two streams reached 1.51-1.65x one thread's
     /// rate: a share of about 0.6 (BENCHMARKS.md section 1).
     pub fn set_launch_serial_share(&self, share: f64) {
         let ppm = (share.clamp(0.0, 1.0) * 1e6) as u64;
@@ -111,7 +111,9 @@ impl<P> Paced<P> {
 /// Burns a launch's cost of `ns`: the parallel part first, then the
 /// serial share (`serial_ppm`) holding `driver`.
 fn burn_launch(pacing: &Pacing, ns: u64) {
-    let serial = ns.saturating_mul(pacing.serial_ppm.load(Ordering::Relaxed)) / 1_000_000;
+    let ppm = u128::from(pacing.serial_ppm.load(Ordering::Relaxed).min(1_000_000));
+    // At most `ns`: the share is at most one.
+    let serial = (u128::from(ns) * ppm / 1_000_000) as u64;
     spin_for(ns - serial);
     if serial == 0 {
         return;
