@@ -238,7 +238,7 @@ pub(crate) fn threads() -> R<()> {
          {DRAIN_EVERY} (untimed); {trials} trials pooled"
     );
     println!(
-        "  {:<34} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8} {:>6}  worst per trial (ms)",
+        "  {:<40} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8} {:>6}  worst per trial (ms)",
         "", "launches", "median us", "p99.9 us", "p99.99 us", ">0.1 ms", ">1 ms", "syncs"
     );
     // The default lock under `std` (`ParkingLock`) is "Device", the one the
@@ -264,7 +264,7 @@ pub(crate) fn threads() -> R<()> {
             let at = |q: f64| c.times[((c.times.len() - 1) as f64 * q) as usize] / 1e3;
             let over = |ms: f64| c.times.iter().filter(|t| **t > ms * 1e6).count();
             println!(
-                "  {:<34} {:>9} {:>9.2} {:>9.1} {:>10.1} {:>8} {:>8} {:>6}  {}",
+                "  {:<40} {:>9} {:>9.2} {:>9.1} {:>10.1} {:>8} {:>8} {:>6}  {}",
                 format!(
                     "{name}, {}",
                     if busy {
