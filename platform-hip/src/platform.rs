@@ -181,6 +181,22 @@ impl HipPlatform {
     pub fn is_capturing(&self) -> bool {
         self.shared.capturing()
     }
+
+    /// Whether its device storages are the virtual-memory ones (the
+    /// preference is [`StoragePreference::Auto`] and the device supports
+    /// virtual memory); what [`Capabilities::VIRTUAL_MEMORY`] declares.
+    pub fn uses_virtual_memory(&self) -> bool {
+        self.vmm_chunk().is_some()
+    }
+
+    /// The chunk granularity of the virtual-memory storage, when the device
+    /// storages are that one.
+    fn vmm_chunk(&self) -> Option<u64> {
+        match self.storage {
+            StoragePreference::Auto => self.vmm_granularity,
+            StoragePreference::Malloc => None,
+        }
+    }
 }
 
 impl Platform for HipPlatform {
@@ -197,11 +213,16 @@ impl Platform for HipPlatform {
     }
 
     /// Graphs (stream capture) and hiprtc compilation; host-visible device
-    /// memory on an integrated GPU. Events are created without timing.
+    /// memory on an integrated GPU; virtual memory when the device storage
+    /// is the virtual-memory one (see [`device_storage`](Self::device_storage)).
+    /// Events are created without timing.
     fn capabilities(&self) -> Capabilities {
         let mut caps = Capabilities::GRAPH_CAPTURE | Capabilities::RUNTIME_COMPILATION;
         if self.properties.integrated {
             caps |= Capabilities::HOST_VISIBLE_DEVICE_MEMORY;
+        }
+        if self.uses_virtual_memory() {
+            caps |= Capabilities::VIRTUAL_MEMORY;
         }
         caps
     }
@@ -217,13 +238,13 @@ impl Platform for HipPlatform {
     /// Virtual memory where the device supports it (and the preference is
     /// [`StoragePreference::Auto`]), else `hipMalloc`.
     fn device_storage(&self) -> Result<HipDeviceStorage, HipError> {
-        Ok(match (self.storage, self.vmm_granularity) {
-            (StoragePreference::Auto, Some(g)) => HipDeviceStorage::Vmm(HipVmmStorage::new(
+        Ok(match self.vmm_chunk() {
+            Some(g) => HipDeviceStorage::Vmm(HipVmmStorage::new(
                 &self.shared,
                 g,
                 self.properties.total_memory,
             )),
-            _ => HipDeviceStorage::Malloc(HipStorage::new(&self.shared)),
+            None => HipDeviceStorage::Malloc(HipStorage::new(&self.shared)),
         })
     }
 

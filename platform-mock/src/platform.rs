@@ -304,10 +304,16 @@ impl Platform for MockPlatform {
         self.lock().props
     }
 
-    /// Graph capture. Kernels are Rust closures found by name (no run-time
-    /// compilation); events carry no timing.
+    /// Graph capture; virtual memory when configured with
+    /// [`virtual_memory`](crate::MockConfig::virtual_memory) (its device
+    /// storages then offer resizable pages). Kernels are Rust closures found
+    /// by name (no run-time compilation); events carry no timing.
     fn capabilities(&self) -> Capabilities {
-        Capabilities::GRAPH_CAPTURE
+        let mut caps = Capabilities::GRAPH_CAPTURE;
+        if self.lock().memory.granularity.is_some() {
+            caps |= Capabilities::VIRTUAL_MEMORY;
+        }
+        caps
     }
 
     fn capture(&self) -> Option<&Self> {

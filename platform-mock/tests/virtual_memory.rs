@@ -23,6 +23,20 @@ fn config(seed: u64) -> MockConfig {
 }
 
 #[test]
+fn virtual_memory_is_declared_exactly_when_configured() {
+    use streamcore::platform::Capabilities;
+    let on = MockPlatform::with_config(config(1)).unwrap();
+    assert!(on.capabilities().contains(Capabilities::VIRTUAL_MEMORY));
+    let off = MockPlatform::with_config(MockConfig::default().seed(1)).unwrap();
+    assert!(!off.capabilities().contains(Capabilities::VIRTUAL_MEMORY));
+    assert_eq!(
+        off.capabilities(),
+        Capabilities::GRAPH_CAPTURE,
+        "nothing else changed"
+    );
+}
+
+#[test]
 fn the_storage_commits_and_decommits_chunks_of_a_reservation() {
     let mut r = rig(config(3));
     let g = r

@@ -3,7 +3,7 @@
 //! mapped inside a capture.
 
 use streamcore::platform::{
-    DeviceRange, ErrorKind, GraphCapture, PageId, Platform, PlatformError, Storage,
+    Capabilities, DeviceRange, ErrorKind, GraphCapture, PageId, Platform, PlatformError, Storage,
 };
 use streamcore_hip::{HipDeviceStorage, HipPlatform, HipVmmStorage, StoragePreference};
 
@@ -59,11 +59,23 @@ pub fn the_device_storage_is_chosen_at_run_time() -> Outcome {
         }
         None => assert!(matches!(chosen, HipDeviceStorage::Malloc(_))),
     }
+    // The declaration says which storage it is.
+    assert_eq!(
+        platform
+            .capabilities()
+            .contains(Capabilities::VIRTUAL_MEMORY),
+        matches!(chosen, HipDeviceStorage::Vmm(_))
+    );
     let platform = platform.with_storage(StoragePreference::Malloc);
     assert!(matches!(
         platform.device_storage().unwrap(),
         HipDeviceStorage::Malloc(_)
     ));
+    assert!(
+        !platform
+            .capabilities()
+            .contains(Capabilities::VIRTUAL_MEMORY)
+    );
     Ok(())
 }
 
