@@ -183,6 +183,14 @@ pub trait PlatformError: fmt::Debug + fmt::Display {
 /// - [`terms`](Storage::terms) states what the storage really charges and
 ///   what its calls cost, and does not change over the storage's life.
 ///
+/// When a device is torn down (after its queued work completed), every
+/// page it still holds — idle or under live handles — is passed to
+/// `dealloc`, every chunk decommitted and every reservation released, and
+/// the storage flushed, before it is dropped
+/// ([`MemoryManager::close`](crate::memory::MemoryManager::close)): a
+/// storage need not free anything in its own `Drop` (one that does finds
+/// nothing left).
+///
 /// # Resizable pages (virtual memory)
 ///
 /// A storage whose [`StorageTerms::resizable`] is `Some` also serves
@@ -197,7 +205,9 @@ pub trait PlatformError: fmt::Debug + fmt::Display {
 /// - it decommits exactly one earlier commit (same offset and length), only
 ///   once no queued work touches those bytes and none can (every slice carved
 ///   from them was freed, and the device frees slices through fence-gated
-///   drop queues), and never while any stream of the device records a capture
+///   drop queues or in its stream's order, a chunk then decommitted only
+///   once the stream has passed its fence), and never while any stream of
+///   the device records a capture
 ///   (while flushes are held): the storage MAY unmap at once, without
 ///   synchronizing the device;
 /// - it passes a reservation to `dealloc` only once every chunk of it is

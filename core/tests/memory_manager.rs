@@ -574,3 +574,66 @@ fn out_of_range_sizes_and_alignments_are_typed_errors() {
         assert!(t.reserved <= m.storage().held());
     }
 }
+
+/// `close` gives every page, chunk and reservation back, live slices
+/// included (the storage's contract checks each call: no reservation is
+/// released with chunks still committed), and leaves a manager as new:
+/// earlier handles stale, nothing held, reserving works again.
+#[test]
+fn close_gives_everything_back_and_leaves_a_fresh_manager() {
+    for storage in [TestStorage::new(), TestStorage::resizable(2 * MIB, 1 << 30)] {
+        let carved = storage.resizable.is_some();
+        let mut m = MemoryManager::new(storage, default_layout());
+        let sizes = [16, 512, 100 * KIB, 3 * MIB, 40 * MIB, 900 * MIB];
+        let handles: Vec<_> = sizes.iter().map(|&s| m.reserve(s).unwrap().0).collect();
+        // Some freed (idle pages and chunks), some still live.
+        m.free(handles[1]).unwrap();
+        m.free(handles[4]).unwrap();
+        assert!(m.storage().held() > 0);
+        m.close().unwrap();
+        let s = m.storage();
+        assert_eq!(s.held(), 0, "carved {carved}: bytes still held");
+        assert!(s.live.is_empty() && s.ranges.is_empty(), "carved {carved}");
+        assert_eq!(m.held_bytes(), 0);
+        let report = m.report();
+        assert!(report.pools.iter().all(|p| p.pages == 0 && p.in_use == 0));
+        for h in handles {
+            assert!(matches!(m.free(h), Err(MemoryError::StaleHandle(_))));
+        }
+        // As new: the same sizes again, then everything back once more.
+        let again: Vec<_> = sizes.iter().map(|&s| m.reserve(s).unwrap().0).collect();
+        for h in again {
+            m.free(h).unwrap();
+        }
+        m.close().unwrap();
+        assert_eq!(
+            m.storage().held(),
+            0,
+            "carved {carved}: after the second close"
+        );
+    }
+}
+
+/// A decommit that fails in `close` is reported (the first error, after
+/// every other call was made) and its reservation is not released: the
+/// storage keeps only what failed.
+#[test]
+fn close_reports_a_failed_decommit_and_releases_the_rest() {
+    let mut m = MemoryManager::new(TestStorage::resizable(2 * MIB, 64 * MIB), default_layout());
+    // Two reservations: pages larger than one can hold side by side.
+    let a = m.reserve(40 * MIB).unwrap().0;
+    let b = m.reserve(40 * MIB).unwrap().0;
+    assert_eq!(m.storage().ranges.len(), 2);
+    m.storage_mut().fail_decommit = Some(ErrorKind::Other);
+    let err = m.close().unwrap_err();
+    assert!(
+        matches!(err, MemoryError::Storage { op: "decommit", .. }),
+        "{err:?}"
+    );
+    let s = m.storage();
+    assert_eq!(s.ranges.len(), 1, "only the reservation that failed stays");
+    assert!(s.live.is_empty());
+    for h in [a, b] {
+        assert!(matches!(m.free(h), Err(MemoryError::StaleHandle(_))));
+    }
+}

@@ -2,7 +2,9 @@
 //! for and everything the platform made is destroyed in the order the
 //! platform needs — graphs (which launch kernels on streams over storage),
 //! then kernels, then the events and streams, then the storages (the
-//! streams' pools, then the staging pool), and the platform last. The
+//! streams' pools, then the staging pool: each given every page, chunk and
+//! reservation back first, whatever is still allocated, so a storage that
+//! frees nothing on drop loses nothing), and the platform last. The
 //! release queue is closed: handles that outlive the device give their
 //! allocations back to it when dropped.
 
@@ -80,7 +82,14 @@ impl<P: Platform> Inner<P> {
         for lane in env.lanes.iter_mut() {
             lane.0.get_mut().stream = None;
         }
-        // The streams' storages; the staging pool's goes with `self`.
+        // Every page, chunk and reservation back to its storage (the work
+        // that could touch them completed above; handles that outlive the
+        // device cannot reach their bytes), then the streams' storages go.
+        // The staging pool's storage goes with `self`, emptied here too.
+        for (_, st) in self.streams.iter_mut() {
+            let _ = st.memory.close();
+        }
+        let _ = self.host.close();
         self.streams = StreamPool::new(0, 0);
     }
 }

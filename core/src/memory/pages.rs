@@ -100,6 +100,11 @@ impl PageTable {
         }
     }
 
+    /// Every page held, idle or not.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Page> + '_ {
+        self.pages.iter().map(|(_, p)| p)
+    }
+
     /// Forgets every page (the caller released them).
     pub(super) fn clear(&mut self) {
         self.pages.clear();

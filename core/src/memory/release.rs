@@ -2,6 +2,8 @@
 //! (and holding flushes while any stream records a capture), trimming
 //! limits, periodic release, cleanup and layout swaps.
 
+use alloc::vec::Vec;
+
 use super::error::MemoryError;
 use super::layout::MemoryLayout;
 use super::manager::{MemoryManager, Released};
@@ -175,6 +177,70 @@ impl<S: Storage> MemoryManager<S> {
         let r = self.release_idle(true)?;
         self.flush()?;
         Ok(r)
+    }
+
+    /// Gives everything back to the storage — every page, every chunk and
+    /// every reservation, whatever is still allocated in them — and flushes
+    /// it; the manager is then as a new one over the same storage and
+    /// layout (every earlier slice handle stale, its counters at zero).
+    /// For memory that no queued work touches any more and none can: a
+    /// device closes each of its managers when it is torn down, after its
+    /// queued work completed (handles that outlive it can no longer reach
+    /// their bytes), so a storage that frees nothing on drop (a firmware
+    /// allocator, the mock's) loses nothing either. Every call is made even
+    /// when one fails; the first error is returned (the storage keeps what
+    /// failed: a reservation whose chunk could not be decommitted is not
+    /// passed to `dealloc`).
+    pub fn close(&mut self) -> Result<(), MemoryError<S::Error>> {
+        let mut first = None;
+        let plain: Vec<_> = self
+            .pages
+            .iter()
+            .filter(|p| p.reservation == NIL)
+            .map(|p| p.id)
+            .collect();
+        for id in plain {
+            self.storage.dealloc(id);
+        }
+        if let Some(seg) = self.segment.take() {
+            for (_, r) in seg.reservations.iter() {
+                let mut all = true;
+                for c in seg.chunks.chunks_of(r.map) {
+                    let ch = seg.chunks.chunk(c);
+                    let offset = u64::from(ch.start) * seg.chunks.granule();
+                    let bytes = seg.chunks.bytes(ch);
+                    if let Err(source) = self.storage.decommit(r.id, offset, bytes) {
+                        all = false;
+                        first.get_or_insert(MemoryError::Storage {
+                            op: "decommit",
+                            source,
+                        });
+                    }
+                }
+                if all {
+                    self.storage.dealloc(r.id);
+                }
+            }
+        }
+        self.flushes_held = false;
+        if let Err(source) = self.storage.flush() {
+            first.get_or_insert(MemoryError::Storage {
+                op: "flush",
+                source,
+            });
+        }
+        // As new: `new` leaves exactly this state.
+        self.pages.clear();
+        self.slots.clear();
+        self.books = Default::default();
+        self.capture = crate::stream::CaptureState::new();
+        self.window.clear();
+        self.persistent_depth = 0;
+        self.build_pools();
+        match first {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
     }
 
     /// Swaps the layout. Only while nothing is live (else
