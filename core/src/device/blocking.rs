@@ -38,8 +38,13 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     }
 
     /// A new buffer of `size` bytes in `stream`'s pools. Out of memory is an
-    /// error after the stream was synchronized (without the device lock), its
-    /// deferred frees released and the reservation retried once.
+    /// error only after the stream was synchronized (without the device
+    /// lock), its deferred frees released, the idle pages every stream holds
+    /// given back (as [`cleanup`](Self::cleanup)) and the reservation
+    /// retried once. While another stream records a capture, a request that
+    /// would need new storage fails with [`Error::NotWhileCapturing`]
+    /// (`op: "alloc"`) and leaves that capture untouched (drivers capture
+    /// device-wide: the allocation would invalidate it).
     pub fn alloc(&self, stream: StreamId, size: u64) -> Result<Buffer, Error<P::Error>> {
         // The first attempt written out (not through `allocate`'s closure):
         // the warm path is this one lock and one reservation.
@@ -53,11 +58,15 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     }
 
     /// [`alloc`](Self::alloc) out of memory with deferred frees possibly
-    /// waiting: syncs `stream` (without the lock) and tries once more.
+    /// waiting: syncs `stream` (without the lock), gives back the idle pages
+    /// of every stream, and tries once more.
     #[cold]
     fn alloc_after_sync(&self, stream: StreamId, size: u64) -> Result<Buffer, Error<P::Error>> {
         self.host_sync(stream)?;
         let (mut inner, env) = self.parts();
+        inner.process_releases(env);
+        // Best effort: an error here leaves the retry to say what is wrong.
+        let _ = inner.release_idle_everywhere();
         match inner.alloc(env, stream, size, false)? {
             Alloc::Done(b) => Ok(b),
             // Unreachable: without `may_sync` an attempt never asks.
@@ -65,8 +74,9 @@ impl<P: Platform, L: RawLock> Device<P, L> {
         }
     }
 
-    /// Runs an allocation attempt; when it asks for a sync first, syncs
-    /// `stream` without the lock and tries once more.
+    /// Runs an allocation attempt; when it asks for a sync first (out of
+    /// memory), syncs `stream` without the lock, gives back the idle pages
+    /// of every stream and tries once more.
     pub(crate) fn allocate(
         &self,
         stream: StreamId,
@@ -79,6 +89,8 @@ impl<P: Platform, L: RawLock> Device<P, L> {
         drop(inner);
         self.host_sync(stream)?;
         let (mut inner, env) = self.parts();
+        inner.process_releases(env);
+        let _ = inner.release_idle_everywhere();
         match attempt(&mut inner, env, false)? {
             Alloc::Done(b) => Ok(b),
             // Unreachable: without `may_sync` an attempt never asks.

@@ -1,6 +1,6 @@
 //! What a failure does to an open capture window (dooms it, so
 //! `end_capture` refuses to seal a graph missing work), and the storage
-//! flushes held while any stream records.
+//! flushes and growth held while any stream records.
 
 use super::state::{Inner, Res, host_err};
 use crate::error::Error;
@@ -8,18 +8,20 @@ use crate::platform::{Platform, PlatformError};
 use crate::stream::StreamId;
 
 impl<P: Platform> Inner<P> {
-    /// Holds every pool's storage flushes while any stream records a
-    /// capture (drivers in global capture mode forbid releasing memory, and
-    /// would invalidate the capture), and resumes them once none does.
-    /// Call after every change of `recording`.
+    /// Holds every pool's storage flushes and growth while any stream
+    /// records a capture (drivers in global capture mode forbid allocating
+    /// and releasing memory, and would invalidate the capture), and resumes
+    /// them once none does. Call after every change of `recording`.
     pub(crate) fn hold_flushes_while_recording(&mut self) -> Res<(), P> {
         let hold = self.recording > 0;
         let mut result = Ok(());
         for (_, st) in self.streams.iter_mut() {
+            st.memory.hold_growth(hold);
             if let Err(e) = st.memory.hold_flushes(hold) {
                 result = Err(Error::Memory(e));
             }
         }
+        self.host.hold_growth(hold);
         self.host.hold_flushes(hold).map_err(host_err::<P>)?;
         result
     }

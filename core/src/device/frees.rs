@@ -1,6 +1,6 @@
 //! Dropped handles and deferred frees: a buffer's slice goes to its owner
 //! stream's drop queue, first pinned on every other stream whose queued use
-//! of it has not completed (cross-stream pins).
+//! of it has not completed (cross-stream pins); idle pages given back.
 
 use super::buffer::{BufferId, Location};
 use super::lock::RawLock;
@@ -20,6 +20,23 @@ pub(crate) struct PendingFree {
 }
 
 impl<P: Platform> Inner<P> {
+    /// Releases every idle page of every stream not in a capture window
+    /// (and flushes their storages); the first error is returned after
+    /// every stream was tried.
+    pub(crate) fn release_idle_everywhere(&mut self) -> Res<(), P> {
+        let mut result = Ok(());
+        for (_, st) in self.streams.iter_mut() {
+            if !st.capture.is_open() {
+                if let Err(e) = st.memory.cleanup() {
+                    if result.is_ok() {
+                        result = Err(e.into());
+                    }
+                }
+            }
+        }
+        result
+    }
+
     /// Processes dropped handles: frees buffers (deferred), releases graphs.
     /// Loops because a released graph drops the buffers it kept alive.
     /// Never fails the calling operation: an error of a release is counted

@@ -365,11 +365,6 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     pub fn cleanup(&self) -> Result<(), Error<P::Error>> {
         let (mut inner, env) = self.parts();
         inner.process_releases(env);
-        for (_, st) in inner.streams.iter_mut() {
-            if !st.capture.is_open() {
-                st.memory.cleanup()?;
-            }
-        }
-        Ok(())
+        inner.release_idle_everywhere()
     }
 }

@@ -387,6 +387,7 @@ impl<P: Platform> Inner<P> {
                 let mut memory = MemoryManager::new(storage, layout.clone());
                 // Holding flushes cannot fail (nothing is flushed).
                 let _ = memory.hold_flushes(recording);
+                memory.hold_growth(recording);
                 Ok(StreamState {
                     memory,
                     drops: DropQueue::with_capacity(flush, 256, 16),
@@ -459,7 +460,10 @@ impl<P: Platform> Inner<P> {
 
 /// Converts a host-pool error (same platform error type) into the core error.
 pub(crate) fn host_err<P: Platform>(e: crate::memory::MemoryError<P::Error>) -> Error<P::Error> {
-    Error::Memory(e)
+    match e {
+        crate::memory::MemoryError::CaptureElsewhere { .. } => e.into(),
+        e => Error::Memory(e),
+    }
 }
 
 /// Renders a platform error for the failure record.

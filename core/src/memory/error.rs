@@ -77,6 +77,14 @@ pub enum MemoryError<E> {
         /// The bytes the storage would have been asked for.
         bytes: u64,
     },
+    /// Another stream of the device is recording a capture and the
+    /// request would need new storage: drivers capture device-wide, so a
+    /// storage allocation now would invalidate that capture. Nothing was
+    /// allocated; the request may succeed once the capture ends.
+    CaptureElsewhere {
+        /// The bytes the storage would have been asked for.
+        bytes: u64,
+    },
     /// A capture transition out of order.
     Capture(CaptureError),
     /// The call would release memory while a capture window is open.
@@ -140,6 +148,11 @@ impl<E: fmt::Display> fmt::Display for MemoryError<E> {
             MemoryError::AllocationInCapture { bytes } => write!(
                 f,
                 "a storage allocation of {bytes} bytes would be needed inside the capture"
+            ),
+            MemoryError::CaptureElsewhere { bytes } => write!(
+                f,
+                "a storage allocation of {bytes} bytes would be needed while another stream \
+                 records a capture (it would invalidate that capture)"
             ),
             MemoryError::Capture(e) => write!(f, "capture: {e}"),
             MemoryError::WindowOpen { phase } => {

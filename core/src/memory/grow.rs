@@ -61,6 +61,9 @@ impl<S: Storage> MemoryManager<S> {
         if self.capture.is_recording() {
             return Err(MemoryError::AllocationInCapture { bytes });
         }
+        if self.growth_held {
+            return Err(MemoryError::CaptureElsewhere { bytes });
+        }
         if self.segment.is_some() {
             self.check_carvable(bytes, rounded)?;
         }

@@ -62,6 +62,18 @@ impl<S: Storage> MemoryManager<S> {
         Ok(())
     }
 
+    /// Holds or resumes storage growth. While held, a request that would
+    /// need a new page or a commit fails with
+    /// [`MemoryError::CaptureElsewhere`] before the storage is asked (what
+    /// the manager holds still serves): drivers capture device-wide, and a
+    /// storage allocation while another stream records would invalidate
+    /// that capture. The device holds every manager's growth then (the
+    /// recording stream's own refuses with
+    /// [`MemoryError::AllocationInCapture`] first).
+    pub fn hold_growth(&mut self, hold: bool) {
+        self.growth_held = hold;
+    }
+
     pub(super) fn flush(&mut self) -> Result<(), MemoryError<S::Error>> {
         if self.flushes_held {
             return Ok(());
@@ -223,6 +235,7 @@ impl<S: Storage> MemoryManager<S> {
             }
         }
         self.flushes_held = false;
+        self.growth_held = false;
         if let Err(source) = self.storage.flush() {
             first.get_or_insert(MemoryError::Storage {
                 op: "flush",

@@ -1,0 +1,105 @@
+//! Device memory across streams on the mock, which enforces what a real
+//! driver does: an allocation on any stream while one records a capture
+//! invalidates that capture (drivers capture device-wide), and memory one
+//! stream holds idle is memory another cannot have.
+
+use streamcore::device::{Device, DeviceConfig, Launched};
+use streamcore::error::Error;
+use streamcore::stream::StreamId;
+use streamcore_mock::{MockConfig, MockPlatform};
+use streamcore_tests::kernels::{self, bytes, dims, words};
+
+const S0: StreamId = StreamId(0);
+const S1: StreamId = StreamId(1);
+const MIB: u64 = 1 << 20;
+
+/// The mock plain and with virtual memory, 512 MiB of device memory.
+fn devices() -> [(&'static str, Device<MockPlatform>); 2] {
+    let config = || MockConfig::default().seed(11).total_memory(512 * MIB);
+    let make = |c: MockConfig| {
+        let mock = MockPlatform::with_config(c).unwrap();
+        kernels::register_mock(&mock);
+        Device::new(mock, DeviceConfig::with_streams(2)).unwrap()
+    };
+    [
+        ("plain", make(config())),
+        ("virtual memory", make(config().virtual_memory(2 * MIB))),
+    ]
+}
+
+/// While stream 0 records, an allocation on stream 1 that needs new
+/// storage is refused with a typed error and the capture is untouched: it
+/// seals, replays and computes; one that stream 1's idle pages serve goes
+/// through; once the capture ended, stream 1 grows again. (Before the fix
+/// the storage was asked and the driver invalidated the capture.)
+#[test]
+fn an_allocation_elsewhere_during_a_capture_is_refused_and_the_capture_survives() {
+    for (name, d) in devices() {
+        let n = 256usize;
+        let scale = d.load_kernel(&kernels::SCALE).unwrap();
+        let x = d.upload(S0, &bytes(&vec![5; n])).unwrap();
+        let y = d.alloc(S0, 4 * n as u64).unwrap();
+        // Stream 1 holds one idle page of the size it will ask again.
+        drop(d.alloc(S1, 4096).unwrap());
+        d.sync_all().unwrap();
+        let run = |k: u64| d.launch(S0, scale, dims(n), &[x.read(), y.write()], &[n as u64, k]);
+        d.prepare(S0).unwrap();
+        assert_eq!(run(2).unwrap(), Launched::Queued);
+        d.begin_capture(S0).unwrap();
+        let refused = d.alloc(S1, 64 * MIB);
+        assert!(
+            matches!(refused, Err(Error::NotWhileCapturing { op: "alloc" })),
+            "{name}: {refused:?}"
+        );
+        let served = d.alloc(S1, 4096);
+        assert!(
+            served.is_ok(),
+            "{name}: from what stream 1 holds: {served:?}"
+        );
+        assert_eq!(run(3).unwrap(), Launched::Queued);
+        let graph = d.end_capture(S0);
+        assert!(
+            graph.is_ok(),
+            "{name}: the capture survived: {:?}",
+            graph.err()
+        );
+        assert_eq!(d.replay(&graph.unwrap()).unwrap(), Launched::Queued);
+        assert_eq!(words(&d.read(S0, &y).unwrap()), vec![15; n], "{name}");
+        assert!(d.alloc(S1, 64 * MIB).is_ok(), "{name}: after the capture");
+    }
+}
+
+/// Memory one stream filled and freed serves another stream's request:
+/// out of memory gives back the idle pages of every stream before it
+/// fails. (Before the fix only the requesting stream's were, and the
+/// request failed with stream 0 holding the device idle.)
+#[test]
+fn out_of_memory_gives_back_every_streams_idle_pages_first() {
+    for (name, d) in devices() {
+        let mut held = Vec::new();
+        while let Ok(b) = d.alloc(S0, 32 * MIB) {
+            held.push(b);
+        }
+        assert!(
+            held.len() >= 8,
+            "{name}: filled with {} buffers",
+            held.len()
+        );
+        drop(held);
+        d.sync_all().unwrap();
+        let other = d.alloc(S1, 64 * MIB);
+        assert!(other.is_ok(), "{name}: {:?}", other.err());
+        // And back: stream 1's idle memory serves stream 0.
+        drop(other);
+        d.sync_all().unwrap();
+        let mut again = Vec::new();
+        while let Ok(b) = d.alloc(S0, 32 * MIB) {
+            again.push(b);
+        }
+        assert!(
+            again.len() >= 8,
+            "{name}: stream 0 refilled with {}",
+            again.len()
+        );
+    }
+}
