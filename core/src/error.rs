@@ -96,7 +96,6 @@ impl<E> From<MemoryError<E>> for Error<E> {
     fn from(e: MemoryError<E>) -> Self {
         match e {
             MemoryError::Capture(c) => Error::Capture(c),
-            MemoryError::CaptureElsewhere { .. } => Error::NotWhileCapturing { op: "alloc" },
             other => Error::Memory(other),
         }
     }

@@ -42,9 +42,11 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     /// lock), its deferred frees released, the idle pages every stream holds
     /// given back (as [`cleanup`](Self::cleanup)) and the reservation
     /// retried once. While another stream records a capture, a request that
-    /// would need new storage fails with [`Error::NotWhileCapturing`]
-    /// (`op: "alloc"`) and leaves that capture untouched (drivers capture
-    /// device-wide: the allocation would invalidate it).
+    /// would need new storage fails with
+    /// [`MemoryError::CaptureElsewhere`](crate::memory::MemoryError::CaptureElsewhere)
+    /// and leaves that capture untouched (drivers capture device-wide: the
+    /// allocation would invalidate it); what the stream's pools hold still
+    /// serves.
     pub fn alloc(&self, stream: StreamId, size: u64) -> Result<Buffer, Error<P::Error>> {
         // The first attempt written out (not through `allocate`'s closure):
         // the warm path is this one lock and one reservation.

@@ -460,10 +460,7 @@ impl<P: Platform> Inner<P> {
 
 /// Converts a host-pool error (same platform error type) into the core error.
 pub(crate) fn host_err<P: Platform>(e: crate::memory::MemoryError<P::Error>) -> Error<P::Error> {
-    match e {
-        crate::memory::MemoryError::CaptureElsewhere { .. } => e.into(),
-        e => Error::Memory(e),
-    }
+    Error::Memory(e)
 }
 
 /// Renders a platform error for the failure record.

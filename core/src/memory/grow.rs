@@ -61,9 +61,6 @@ impl<S: Storage> MemoryManager<S> {
         if self.capture.is_recording() {
             return Err(MemoryError::AllocationInCapture { bytes });
         }
-        if self.growth_held {
-            return Err(MemoryError::CaptureElsewhere { bytes });
-        }
         if self.segment.is_some() {
             self.check_carvable(bytes, rounded)?;
         }
@@ -170,6 +167,9 @@ impl<S: Storage> MemoryManager<S> {
         progress: &mut dyn Progress,
         mut call: impl FnMut(&mut S) -> Result<T, S::Error>,
     ) -> Result<T, MemoryError<S::Error>> {
+        if self.growth_held {
+            return Err(MemoryError::CaptureElsewhere { bytes: rounded });
+        }
         let first = match call(&mut self.storage) {
             Ok(v) => return Ok(v),
             Err(e) => e,

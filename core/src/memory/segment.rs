@@ -361,9 +361,6 @@ impl<S: Storage> MemoryManager<S> {
         if self.capture.is_recording() {
             return Err(MemoryError::AllocationInCapture { bytes: need });
         }
-        if self.growth_held {
-            return Err(MemoryError::CaptureElsewhere { bytes: need });
-        }
         // How far the last commit may reach: over the free space after the
         // page, to at least the commit step.
         let page_end = c.offset + bytes;

@@ -168,11 +168,16 @@ pub fn platform_kind(e: &DevError) -> Option<ErrorKind> {
     }
 }
 
-/// A storage call refused because a capture is open (drivers in global
-/// capture mode refuse allocations): unavoidable for work that needs new
-/// memory on any stream while another stream records.
+/// A storage allocation refused because a capture is open (drivers in
+/// global capture mode refuse allocations): unavoidable for work that needs
+/// new memory on any stream while another stream records. The core refuses
+/// it itself, before the storage is asked (`CaptureElsewhere`); a storage
+/// that refused anyway is still accepted here.
 pub(crate) fn storage_refused_in_capture(e: &DevError) -> bool {
-    matches!(e, Error::Memory(_)) && platform_kind(e) == Some(ErrorKind::CaptureUnsupported)
+    matches!(
+        e,
+        Error::Memory(streamcore::memory::MemoryError::CaptureElsewhere { .. })
+    ) || (matches!(e, Error::Memory(_)) && platform_kind(e) == Some(ErrorKind::CaptureUnsupported))
 }
 
 pub(crate) fn capture_kind(e: &DevError) -> bool {
