@@ -103,13 +103,30 @@ impl MockPlatform {
         f: impl FnOnce(&mut State) -> Result<T, MockError>,
     ) -> Result<T, MockError> {
         let mut st = self.lock();
+        if let Some(why) = &st.lost {
+            let e = MockError::new(streamcore::platform::ErrorKind::DeviceLost, why.clone());
+            return st.outcome(op, Err(e));
+        }
         let r = f(&mut st);
+        // A kernel that faulted while this call ran the device fails it too.
+        let r = match &st.lost {
+            Some(why) => Err(MockError::new(
+                streamcore::platform::ErrorKind::DeviceLost,
+                why.clone(),
+            )),
+            None => r,
+        };
         st.outcome(op, r)
     }
 
     /// Registers (or replaces) the kernel `name`. [`Platform::load_kernel`]
     /// looks kernels up by [`KernelSource::name`] and ignores the source
     /// text; a kernel already loaded keeps the closure it was loaded with.
+    /// A closure that panics while it runs is a kernel fault, as on a real
+    /// device: its outputs are not written and the device is lost (the call
+    /// that ran it and every later one fail with
+    /// [`ErrorKind::DeviceLost`](streamcore::platform::ErrorKind::DeviceLost)
+    /// and the panic's message); the panic does not reach the caller.
     pub fn register_kernel<F>(&self, name: &str, kernel: F)
     where
         F: Fn(&LaunchDims, &mut [KernelArg]) + Send + Sync + 'static,

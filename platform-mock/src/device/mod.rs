@@ -90,6 +90,10 @@ pub(crate) struct State {
     pub calls: Vec<Call>,
     pub counters: Counters,
     pub choices: Vec<ChoiceRecord>,
+    /// Why the device is lost, once a kernel closure panicked while it ran
+    /// (a real device's kernel fault): every later call fails with
+    /// `DeviceLost` and this message.
+    pub lost: Option<String>,
 }
 
 impl State {
@@ -120,6 +124,7 @@ impl State {
             calls: Vec::new(),
             counters: Counters::default(),
             choices: Vec::new(),
+            lost: None,
         }
     }
 

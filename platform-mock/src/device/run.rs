@@ -138,7 +138,27 @@ impl State {
                         KernelArg::new(b.access, b.range, bytes)
                     })
                     .collect();
-                (kernel.func)(&dims, &mut args);
+                // A closure that panics is a kernel that faults: its outputs
+                // are not written and the device is lost (see `State::lost`),
+                // instead of the panic unwinding through whatever call
+                // happened to run the kernel (a drop's synchronize included).
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    (kernel.func)(&dims, &mut args);
+                }));
+                if let Err(payload) = ran {
+                    let why = payload
+                        .downcast_ref::<&str>()
+                        .map(|s| String::from(*s))
+                        .or_else(|| payload.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| String::from("a non-text panic"));
+                    if self.lost.is_none() {
+                        self.lost = Some(std::format!(
+                            "kernel `{}` panicked while it ran: {why}",
+                            kernel.name
+                        ));
+                    }
+                    args.clear();
+                }
                 let mut h = FNV_START;
                 let mut wrote = false;
                 for (b, a) in bindings.iter().zip(args) {
