@@ -99,8 +99,11 @@ fn read_walks_back_through_skipped_launches_to_the_root() {
     assert!(at("read of alloc #3 bytes [0, 64) refused") < at("kernel `C` skipped"));
     assert!(at("kernel `C` skipped") < at("kernel `B` skipped"));
     assert!(at("kernel `B` skipped") < at("kernel `A` failed: launch timed out"));
-    assert!(text.contains("0 older skip record(s)"), "{text}");
-    assert!(text.lines().count() >= 5, "{text}");
+    assert!(
+        !text.contains("older skip record(s)"),
+        "none dropped: {text}"
+    );
+    assert!(text.lines().count() >= 4, "{text}");
     // It is an error that can travel as one.
     let boxed: Box<dyn std::error::Error> = report;
     assert!(boxed.to_string().contains("failure #1"));

@@ -115,6 +115,13 @@ Examples:
     streamcore replay --json tests/traces/gpt2_train.jsonl.gz
     streamcore replay --layout exclusive-pages --svg gpt2.svg tests/traces/gpt2_train.jsonl.gz";
 
+/// `--runs` when not given.
+const DEFAULT_RUNS: u32 = 5;
+/// `--fence-every` when not given.
+const DEFAULT_FENCE_EVERY: usize = 64;
+/// `--fence-bytes` when not given.
+const DEFAULT_FENCE_BYTES: u64 = 4 << 20;
+
 /// Arguments of `streamcore replay`.
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
@@ -161,7 +168,7 @@ pub struct ReplayArgs {
 
     /// With `--platform hip`: timed passes per allocator, alternating
     /// between them (the fastest is reported); at least 1.
-    #[arg(long, default_value_t = 5, value_name = "N",
+    #[arg(long, default_value_t = DEFAULT_RUNS, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
 
@@ -173,11 +180,11 @@ pub struct ReplayArgs {
 
     /// With `--platform hip --touch --frees fenced`: a fence is recorded once this many
     /// frees are staged (0: after every free) ...
-    #[arg(long, default_value_t = 64, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_FENCE_EVERY, value_name = "N")]
     pub fence_every: usize,
 
     /// ... or once this many bytes are (0: after every free).
-    #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
+    #[arg(long, default_value_t = DEFAULT_FENCE_BYTES, value_name = "BYTES")]
     pub fence_bytes: u64,
 
     /// With `--platform hip --touch --frees fenced`: only poll fences. By default an
@@ -186,6 +193,22 @@ pub struct ReplayArgs {
     /// grow.
     #[arg(long)]
     pub fence_poll_only: bool,
+}
+
+/// The first option given for `--platform hip` alone (set away from its
+/// default), if any: the mock replay would ignore it silently.
+fn hip_only_option(args: &ReplayArgs) -> Option<&'static str> {
+    [
+        (args.touch, "--touch"),
+        (args.storage != StorageArg::Auto, "--storage"),
+        (args.runs != DEFAULT_RUNS, "--runs"),
+        (args.frees != FreesArg::Ordered, "--frees"),
+        (args.fence_every != DEFAULT_FENCE_EVERY, "--fence-every"),
+        (args.fence_bytes != DEFAULT_FENCE_BYTES, "--fence-bytes"),
+        (args.fence_poll_only, "--fence-poll-only"),
+    ]
+    .into_iter()
+    .find_map(|(set, name)| set.then_some(name))
 }
 
 /// Why one trace could not be reported.
@@ -250,6 +273,13 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
     }
     if args.platform == PlatformArg::Hip {
         return run_hip(args);
+    }
+    if let Some(option) = hip_only_option(args) {
+        eprintln!(
+            "streamcore: {option} applies to `--platform hip` only; the mock replay \
+             (the default platform) has no device to touch or time"
+        );
+        return ExitCode::from(2);
     }
     let props = replay_device();
     let chosen = match layout::choose(&args.layout, &props) {
@@ -461,7 +491,7 @@ fn run_one(
         let workload = if trace.header.workload.is_empty() {
             name.clone()
         } else {
-            trace.header.workload.clone()
+            output::printable(&trace.header.workload)
         };
         let torch = match trace.header.recorder_ratio() {
             Some(x) => format!(", PyTorch recorded {x:.3}"),

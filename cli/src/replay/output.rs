@@ -33,6 +33,28 @@ impl Outcome {
             self.header.workload.clone()
         }
     }
+
+    /// The name as a terminal shows it: control characters a trace's
+    /// header may carry written as escapes, never sent to the terminal.
+    fn shown_name(&self) -> String {
+        printable(&self.name())
+    }
+}
+
+/// `text` with every control character written as its escape (`\n`,
+/// `\u{1b}`), so a header from a downloaded trace cannot move the cursor or
+/// start an escape sequence.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 /// A file's name up to its first dot (`gpt2_train.jsonl.gz` → `gpt2_train`).
@@ -85,7 +107,7 @@ pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
         out,
         "{}  ({}, layout {})",
         o.path.display(),
-        o.name(),
+        o.shown_name(),
         o.layout
     )?;
     let row = |out: &mut dyn Write, what: &str, ours: String, theirs: Option<String>| match (
@@ -146,13 +168,13 @@ pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
 pub fn overview(out: &mut impl Write, all: &[Outcome]) -> io::Result<()> {
     let width = all
         .iter()
-        .map(|o| o.name().chars().count())
+        .map(|o| o.shown_name().chars().count())
         .max()
         .unwrap_or(0)
         .max(5);
     writeln!(
         out,
-        "{:<width$} {:>9} {:>7} {:>13} {:>13} {:>7} {:>9} {:>8} {:>8}",
+        "{:<width$} {:>9} {:>7} {:>13} {:>13} {:>9} {:>9} {:>8} {:>8}",
         "trace",
         "events",
         "streams",
@@ -167,8 +189,8 @@ pub fn overview(out: &mut impl Write, all: &[Outcome]) -> io::Result<()> {
         let r = &o.report;
         writeln!(
             out,
-            "{:<width$} {:>9} {:>7} {:>13} {:>13} {:>7.4} {:>9} {:>8} {:>8.1}",
-            o.name(),
+            "{:<width$} {:>9} {:>7} {:>13} {:>13} {:>9.4} {:>9} {:>8} {:>8.1}",
+            o.shown_name(),
             thousands(r.events),
             o.streams,
             HumanBytes(r.peak_reserved).to_string(),

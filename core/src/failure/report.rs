@@ -66,19 +66,21 @@ impl fmt::Display for TaintReport {
             )?;
         }
         if self.reached_root {
-            writeln!(f, "  {} <- {}: {}", self.origin, self.failure, self.root)?;
+            write!(f, "  {} <- {}: {}", self.origin, self.failure, self.root)?;
         } else {
-            writeln!(
+            write!(
                 f,
                 "  {} <- no surviving record links these bytes to {}, whose cause is: {}",
                 self.origin, self.failure, self.root
             )?;
         }
-        write!(
-            f,
-            "  {} older skip record(s) of {} dropped by the cap of {}",
-            self.dropped, self.failure, SKIP_RECORDS_PER_FAILURE
-        )?;
+        if self.dropped > 0 {
+            write!(
+                f,
+                "\n  {} older skip record(s) of {} dropped by the cap of {}",
+                self.dropped, self.failure, SKIP_RECORDS_PER_FAILURE
+            )?;
+        }
         if !self.others.is_empty() {
             f.write_str("\n  also claimed in this read:")?;
             for (i, other) in self.others.iter().enumerate() {

@@ -133,7 +133,13 @@ impl Parser<'_> {
             if self.s.get(self.i) != Some(&b'"') {
                 return self.err("expected a key");
             }
+            let at = self.i;
             let k = self.string()?;
+            // A key twice would leave which value counts to the reader.
+            if members.iter().any(|(seen, _)| *seen == k) {
+                self.i = at;
+                return self.err(&std::format!("the key \"{k}\" appears twice"));
+            }
             self.ws();
             if !self.eat(b':') {
                 return self.err("expected ':'");
@@ -300,6 +306,10 @@ mod tests {
             (r#"{"op":"alloc"} x"#, "trailing characters at column 16"),
             (r#"{"size":-}"#, "expected digits"),
             (r#"{"op":tru}"#, "expected a value at column 7"),
+            (
+                r#"{"size":1,"size":2}"#,
+                "the key \"size\" appears twice at column 11",
+            ),
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.contains(want), "{text}: {e}");

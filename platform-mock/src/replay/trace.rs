@@ -439,19 +439,30 @@ fn parse_header(text: &str) -> Result<TraceHeader, TraceError> {
             why: "\"header\" is not an object".into(),
         });
     }
-    let num = |k: &str| h.get(k).and_then(Value::as_u64);
+    // Each figure is optional, but one that is there is a non-negative
+    // integer: a figure of another type is refused, not read as absent.
+    let num = |k: &str| match h.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(_) => field(h, k, 1).map(Some),
+    };
+    let workload = match h.get("workload") {
+        None | Some(Value::Null) => "",
+        Some(Value::Str(s)) => s.as_str(),
+        Some(_) => {
+            return Err(TraceError::MalformedLine {
+                line: 1,
+                why: "\"workload\" in the header is not a string".into(),
+            });
+        }
+    };
     Ok(TraceHeader {
-        workload: h
-            .get("workload")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .into(),
-        peak_allocated_bytes: num("peak_allocated_bytes"),
-        peak_reserved_bytes: num("peak_reserved_bytes"),
-        segment_allocs: num("segment_allocs"),
-        streams: num("streams"),
-        events: num("events"),
-        live_at_start_bytes: num("live_at_start_bytes"),
+        workload: workload.into(),
+        peak_allocated_bytes: num("peak_allocated_bytes")?,
+        peak_reserved_bytes: num("peak_reserved_bytes")?,
+        segment_allocs: num("segment_allocs")?,
+        streams: num("streams")?,
+        events: num("events")?,
+        live_at_start_bytes: num("live_at_start_bytes")?,
     })
 }
 
@@ -464,6 +475,11 @@ fn field(v: &Value, key: &str, line: usize) -> Result<u64, TraceError> {
                 std::format!("\"{key}\" is {x}, a negative number")
             } else if x.fract() != 0.0 {
                 std::format!("\"{key}\" is {x}, not a whole number")
+            } else if *x < 18_446_744_073_709_551_616.0 {
+                std::format!(
+                    "\"{key}\" is {x}, written with a decimal point or an exponent: \
+                     a trace holds plain integers"
+                )
             } else {
                 std::format!("\"{key}\" is {x}, above the largest integer a trace holds (2^64 - 1)")
             },

@@ -124,10 +124,13 @@ impl fmt::Display for LayoutError {
                 f,
                 "pool {pool}: persistent and dedicated pools always exist and cannot be listed"
             ),
-            LayoutError::BadAlignment { alignment } => write!(
+            LayoutError::BadAlignment { alignment } if alignment.is_power_of_two() => write!(
                 f,
-                "alignment {alignment} is not a power of two of at most {MAX_ALIGNMENT}"
+                "alignment {alignment} is above the largest supported, {MAX_ALIGNMENT}"
             ),
+            LayoutError::BadAlignment { alignment } => {
+                write!(f, "alignment {alignment} is not a power of two")
+            }
             LayoutError::PageLargerThanDevice { pool, page, total } => write!(
                 f,
                 "pool {pool}: pages of {page} B do not fit the device's {total} B"

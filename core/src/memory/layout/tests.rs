@@ -70,6 +70,11 @@ fn absurd_sizes_and_alignments_are_refused_not_wrapped() {
     assert!(MemoryLayout::new(&[PoolSpec::exclusive(MAX_PAGE_SIZE)], MAX_ALIGNMENT, pol).is_ok());
     let text = alloc::format!("{}", LayoutError::BadAlignment { alignment: 1 << 63 });
     assert!(text.contains("9223372036854775808"), "{text}");
+    // A power of two too large is not called "not a power of two".
+    assert!(text.contains("above the largest supported"), "{text}");
+    assert!(!text.contains("not a power of two"), "{text}");
+    let text = alloc::format!("{}", LayoutError::BadAlignment { alignment: 96 });
+    assert!(text.contains("96 is not a power of two"), "{text}");
     for max_page_size in [u64::MAX, u64::MAX - 1, 1 << 63, MAX_PAGE_SIZE + 1] {
         let p = DeviceProperties {
             max_page_size,

@@ -90,7 +90,7 @@ fn assert_damaged(e: &TraceError) {
 
 #[test]
 fn malformed_lines_name_the_line_and_the_reason() {
-    let cases: [(&str, usize, &str); 8] = [
+    let cases: [(&str, usize, &str); 11] = [
         (r#"{"op":"alloc","id":1,"size":10"#, 2, "unexpected end"),
         (r#"{"op":"alloc","id":1,"stream":0}"#, 2, "missing \"size\""),
         (
@@ -107,6 +107,21 @@ fn malformed_lines_name_the_line_and_the_reason() {
             r#"{"op":"alloc","id":1,"size":1.5,"stream":0}"#,
             2,
             "\"size\" is 1.5, not a whole number",
+        ),
+        (
+            r#"{"op":"alloc","id":1,"size":1e3,"stream":0}"#,
+            2,
+            "\"size\" is 1000, written with a decimal point or an exponent",
+        ),
+        (
+            r#"{"op":"alloc","id":1,"size":4096.0,"stream":0}"#,
+            2,
+            "written with a decimal point or an exponent",
+        ),
+        (
+            r#"{"op":"alloc","id":1,"size":1000,"size":5000,"stream":0}"#,
+            2,
+            "the key \"size\" appears twice",
         ),
         (r#"{"op":"grow","id":1}"#, 2, "unknown op \"grow\""),
         (r#"{"id":1}"#, 2, "missing \"op\""),
@@ -306,4 +321,51 @@ fn a_written_trace_loads_back_the_same() {
     for (name, w) in crate::replay::synthetic::workloads() {
         assert_eq!(parse(&w.to_jsonl()).unwrap().events, w.events, "{name}");
     }
+}
+
+/// A header figure that is there but not a non-negative integer (a
+/// string, a fraction, a negative number) and a workload that is not a
+/// string are refused, not read as absent: the figures are checked against
+/// the trace when present.
+#[test]
+fn header_figures_of_the_wrong_type_are_refused() {
+    let cases = [
+        (
+            r#"{"header": {"events": "1"}}"#,
+            "\"events\" is not a non-negative integer",
+        ),
+        (
+            r#"{"header": {"events": 1.5}}"#,
+            "\"events\" is 1.5, not a whole number",
+        ),
+        (
+            r#"{"header": {"peak_reserved_bytes": -5}}"#,
+            "\"peak_reserved_bytes\" is -5, a negative number",
+        ),
+        (
+            r#"{"header": {"workload": 5}}"#,
+            "\"workload\" in the header is not a string",
+        ),
+    ];
+    for (header, why) in cases {
+        let text = std::format!(
+            "{header}\n{}\n",
+            r#"{"op":"alloc","id":1,"size":4,"stream":0}"#
+        );
+        match parse(&text) {
+            Err(TraceError::MalformedLine { line: 1, why: w }) => {
+                assert!(w.contains(why), "{header}: {w}");
+            }
+            other => panic!("{header}: {other:?}"),
+        }
+    }
+    // Absent and null figures are absent.
+    let text = std::format!(
+        "{}\n{}\n",
+        r#"{"header": {"events": null, "workload": "w"}}"#,
+        r#"{"op":"alloc","id":1,"size":4,"stream":0}"#
+    );
+    let t = parse(&text).unwrap();
+    assert_eq!(t.header.events, None);
+    assert_eq!(t.header.workload, "w");
 }
