@@ -177,6 +177,15 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     /// no stream records yet, the stream is settled first by a host sync
     /// (without the device lock), so staging slices behind fences can be
     /// reused inside the window.
+    ///
+    /// While it records, no stream may ask its storage for memory or wait
+    /// on the host (drivers capture device-wide): allocations on other
+    /// streams are served from what their pools hold or refused with
+    /// [`MemoryError::CaptureElsewhere`](crate::memory::MemoryError::CaptureElsewhere).
+    /// A launch in the window that reads a buffer another stream wrote
+    /// after the warm-up needs a wait on an event from outside the capture,
+    /// which drivers refuse (the window is doomed): synchronize the writing
+    /// stream (or `sync_all`) before `begin_capture`.
     pub fn begin_capture(&self, stream: StreamId) -> Result<(), Error<P::Error>> {
         let settle = {
             let (mut inner, env) = self.parts();
