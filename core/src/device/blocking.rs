@@ -43,7 +43,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     /// given back (as [`cleanup`](Self::cleanup)) and the reservation
     /// retried once. While another stream records a capture, a request that
     /// would need new storage fails with
-    /// [`MemoryError::CaptureElsewhere`](crate::memory::MemoryError::CaptureElsewhere)
+    /// [`MemoryError::CaptureElsewhere`]
     /// and leaves that capture untouched (drivers capture device-wide: the
     /// allocation would invalidate it); what the stream's pools hold still
     /// serves.
@@ -181,7 +181,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     /// While it records, no stream may ask its storage for memory or wait
     /// on the host (drivers capture device-wide): allocations on other
     /// streams are served from what their pools hold or refused with
-    /// [`MemoryError::CaptureElsewhere`](crate::memory::MemoryError::CaptureElsewhere).
+    /// [`MemoryError::CaptureElsewhere`].
     /// A launch in the window that reads a buffer another stream wrote
     /// after the warm-up needs a wait on an event from outside the capture,
     /// which drivers refuse (the window is doomed): synchronize the writing
