@@ -163,6 +163,7 @@ impl<T> StreamPool<T> {
 
 /// Why [`StreamPool::get_or_create`] failed.
 #[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum GetOrCreateError<E> {
     /// The id is outside the pool.
     OutOfRange(StreamOutOfRange),
@@ -170,9 +171,37 @@ pub enum GetOrCreateError<E> {
     Create(E),
 }
 
+impl<E: core::fmt::Display> core::fmt::Display for GetOrCreateError<E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            GetOrCreateError::OutOfRange(e) => write!(f, "{e}"),
+            GetOrCreateError::Create(e) => write!(f, "creating the stream failed: {e}"),
+        }
+    }
+}
+
+impl<E: core::fmt::Debug + core::fmt::Display> core::error::Error for GetOrCreateError<E> {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn get_or_create_errors_read_as_text() {
+        let mut pool: StreamPool<u32> = StreamPool::new(1, 0);
+        let e = pool
+            .get_or_create(StreamId(5), || Ok::<u32, &str>(1))
+            .unwrap_err();
+        assert!(alloc::format!("{e}").contains('5'), "{e}");
+        let e = pool
+            .get_or_create(StreamId(0), || Err::<u32, &str>("no stream"))
+            .unwrap_err();
+        assert_eq!(
+            alloc::format!("{e}"),
+            "creating the stream failed: no stream"
+        );
+        let _: &dyn core::error::Error = &e;
+    }
 
     #[test]
     fn lazily_creates_and_bounds_ids() {
