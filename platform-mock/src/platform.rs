@@ -92,8 +92,9 @@ impl MockPlatform {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        // A kernel closure that panicked poisons the lock; the state is still
-        // consistent enough to inspect, so carry on.
+        // A panic while the lock was held (kernel closures' are caught where
+        // they run) poisons it; the state is still consistent enough to
+        // inspect, so carry on.
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
 
