@@ -16,12 +16,10 @@ impl<P: Platform> Inner<P> {
         let hold = self.recording > 0;
         let mut result = Ok(());
         for (_, st) in self.streams.iter_mut() {
-            st.memory.hold_growth(hold);
             if let Err(e) = st.memory.hold_flushes(hold) {
                 result = Err(Error::Memory(e));
             }
         }
-        self.host.hold_growth(hold);
         self.host.hold_flushes(hold).map_err(host_err::<P>)?;
         result
     }

@@ -387,7 +387,6 @@ impl<P: Platform> Inner<P> {
                 let mut memory = MemoryManager::new(storage, layout.clone());
                 // Holding flushes cannot fail (nothing is flushed).
                 let _ = memory.hold_flushes(recording);
-                memory.hold_growth(recording);
                 Ok(StreamState {
                     memory,
                     drops: DropQueue::with_capacity(flush, 256, 16),

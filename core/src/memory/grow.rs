@@ -167,7 +167,7 @@ impl<S: Storage> MemoryManager<S> {
         progress: &mut dyn Progress,
         mut call: impl FnMut(&mut S) -> Result<T, S::Error>,
     ) -> Result<T, MemoryError<S::Error>> {
-        if self.growth_held {
+        if self.flushes_held {
             return Err(MemoryError::CaptureElsewhere { bytes: rounded });
         }
         let first = match call(&mut self.storage) {

@@ -122,10 +122,9 @@ pub struct MemoryManager<S: Storage> {
     /// Slices the open capture window holds.
     pub(super) window: Vec<u32>,
     pub(super) persistent_depth: u32,
-    /// Storage flushes are held (see [`MemoryManager::hold_flushes`]).
+    /// Storage flushes and growth are held (see
+    /// [`MemoryManager::hold_flushes`]).
     pub(super) flushes_held: bool,
-    /// Storage growth is held (see [`MemoryManager::hold_growth`]).
-    pub(super) growth_held: bool,
 }
 
 impl<S: Storage> MemoryManager<S> {
@@ -151,7 +150,6 @@ impl<S: Storage> MemoryManager<S> {
             window: Vec::new(),
             persistent_depth: 0,
             flushes_held: false,
-            growth_held: false,
         };
         m.build_pools();
         m

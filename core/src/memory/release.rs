@@ -47,11 +47,16 @@ impl<S: Storage> MemoryManager<S> {
         self.books.pending += page.size;
     }
 
-    /// Holds or resumes storage flushes. While held, pages handed back to
-    /// the storage stay pending (counted in
-    /// [`held_bytes`](Self::held_bytes)) instead of being released: drivers
-    /// forbid releasing memory while any stream of the device records a
-    /// capture, and the device holds every manager's flushes then. Resuming
+    /// Holds or resumes the storage while another stream records a
+    /// capture: drivers capture device-wide and forbid both releasing and
+    /// allocating memory then (either would invalidate the capture), and the
+    /// device holds every manager's storage while any stream records. While
+    /// held, pages handed back to the storage stay pending (counted in
+    /// [`held_bytes`](Self::held_bytes)) instead of being released, and a
+    /// request that would need a new page or a commit fails with
+    /// [`MemoryError::CaptureElsewhere`] before the storage is asked (what
+    /// the manager holds still serves; the recording stream's own manager
+    /// refuses with [`MemoryError::AllocationInCapture`] first). Resuming
     /// flushes what is pending.
     pub fn hold_flushes(&mut self, hold: bool) -> Result<(), MemoryError<S::Error>> {
         self.flushes_held = hold;
@@ -60,18 +65,6 @@ impl<S: Storage> MemoryManager<S> {
         }
 
         Ok(())
-    }
-
-    /// Holds or resumes storage growth. While held, a request that would
-    /// need a new page or a commit fails with
-    /// [`MemoryError::CaptureElsewhere`] before the storage is asked (what
-    /// the manager holds still serves): drivers capture device-wide, and a
-    /// storage allocation while another stream records would invalidate
-    /// that capture. The device holds every manager's growth then (the
-    /// recording stream's own refuses with
-    /// [`MemoryError::AllocationInCapture`] first).
-    pub fn hold_growth(&mut self, hold: bool) {
-        self.growth_held = hold;
     }
 
     pub(super) fn flush(&mut self) -> Result<(), MemoryError<S::Error>> {
@@ -218,9 +211,7 @@ impl<S: Storage> MemoryManager<S> {
             for (_, r) in seg.reservations.iter() {
                 let mut all = true;
                 for c in seg.chunks.chunks_of(r.map) {
-                    let ch = seg.chunks.chunk(c);
-                    let offset = u64::from(ch.start) * seg.chunks.granule();
-                    let bytes = seg.chunks.bytes(ch);
+                    let (offset, bytes) = seg.chunks.range_of(c);
                     if let Err(source) = self.storage.decommit(r.id, offset, bytes) {
                         all = false;
                         first.get_or_insert(MemoryError::Storage {
@@ -235,7 +226,6 @@ impl<S: Storage> MemoryManager<S> {
             }
         }
         self.flushes_held = false;
-        self.growth_held = false;
         if let Err(source) = self.storage.flush() {
             first.get_or_insert(MemoryError::Storage {
                 op: "flush",
