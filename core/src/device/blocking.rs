@@ -60,39 +60,42 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     }
 
     /// [`alloc`](Self::alloc) out of memory with deferred frees possibly
-    /// waiting: syncs `stream` (without the lock), gives back the idle pages
-    /// of every stream, and tries once more.
+    /// waiting: see [`retry_after_sync`](Self::retry_after_sync).
     #[cold]
     fn alloc_after_sync(&self, stream: StreamId, size: u64) -> Result<Buffer, Error<P::Error>> {
-        self.host_sync(stream)?;
-        let (mut inner, env) = self.parts();
-        inner.process_releases(env);
-        // Best effort: an error here leaves the retry to say what is wrong.
-        let _ = inner.release_idle_everywhere();
-        match inner.alloc(env, stream, size, false)? {
-            Alloc::Done(b) => Ok(b),
-            // Unreachable: without `may_sync` an attempt never asks.
-            Alloc::SyncFirst => Err(Error::InvalidArgument("allocation asked to sync twice")),
-        }
+        self.retry_after_sync(stream, |inner, env, may_sync| {
+            inner.alloc(env, stream, size, may_sync)
+        })
     }
 
     /// Runs an allocation attempt; when it asks for a sync first (out of
-    /// memory), syncs `stream` without the lock, gives back the idle pages
-    /// of every stream and tries once more.
+    /// memory), see [`retry_after_sync`](Self::retry_after_sync).
     pub(crate) fn allocate(
         &self,
         stream: StreamId,
         mut attempt: impl FnMut(&mut Inner<P>, &Env<P, L>, bool) -> Res<Alloc, P>,
     ) -> Result<Buffer, Error<P::Error>> {
-        let (mut inner, env) = self.parts();
-        if let Alloc::Done(b) = attempt(&mut inner, env, true)? {
-            return Ok(b);
+        {
+            let (mut inner, env) = self.parts();
+            if let Alloc::Done(b) = attempt(&mut inner, env, true)? {
+                return Ok(b);
+            }
         }
-        drop(inner);
+        self.retry_after_sync(stream, attempt)
+    }
+
+    /// The second attempt of an allocation that ran out of memory: syncs
+    /// `stream` without the lock, gives back the idle pages of every stream
+    /// (best effort: an error there leaves the attempt to say what is
+    /// wrong), and tries once more, not asking to sync again.
+    fn retry_after_sync(
+        &self,
+        stream: StreamId,
+        mut attempt: impl FnMut(&mut Inner<P>, &Env<P, L>, bool) -> Res<Alloc, P>,
+    ) -> Result<Buffer, Error<P::Error>> {
         self.host_sync(stream)?;
         let (mut inner, env) = self.parts();
-        inner.process_releases(env);
-        let _ = inner.release_idle_everywhere();
+        let _ = inner.release_idle_everywhere(env);
         match attempt(&mut inner, env, false)? {
             Alloc::Done(b) => Ok(b),
             // Unreachable: without `may_sync` an attempt never asks.

@@ -20,10 +20,11 @@ pub(crate) struct PendingFree {
 }
 
 impl<P: Platform> Inner<P> {
-    /// Releases every idle page of every stream not in a capture window
-    /// (and flushes their storages); the first error is returned after
-    /// every stream was tried.
-    pub(crate) fn release_idle_everywhere(&mut self) -> Res<(), P> {
+    /// Processes dropped handles, then releases every idle page of every
+    /// stream not in a capture window (and flushes their storages); the
+    /// first error is returned after every stream was tried.
+    pub(crate) fn release_idle_everywhere<L: RawLock>(&mut self, env: &Env<P, L>) -> Res<(), P> {
+        self.process_releases(env);
         let mut result = Ok(());
         for (_, st) in self.streams.iter_mut() {
             if !st.capture.is_open() {

@@ -364,7 +364,6 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     /// Releases every idle page of every stream not in a capture window.
     pub fn cleanup(&self) -> Result<(), Error<P::Error>> {
         let (mut inner, env) = self.parts();
-        inner.process_releases(env);
-        inner.release_idle_everywhere()
+        inner.release_idle_everywhere(env)
     }
 }
