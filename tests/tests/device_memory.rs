@@ -81,11 +81,12 @@ fn an_allocation_elsewhere_during_a_capture_is_refused_and_the_capture_survives(
 /// request failed with stream 0 holding the device idle.)
 #[test]
 fn out_of_memory_gives_back_every_streams_idle_pages_first() {
+    // Buffers of 32 MiB on stream 0 until the device is full.
+    let fill = |d: &Device<MockPlatform>| {
+        std::iter::from_fn(|| d.alloc(S0, 32 * MIB).ok()).collect::<Vec<_>>()
+    };
     for (name, d) in devices() {
-        let mut held = Vec::new();
-        while let Ok(b) = d.alloc(S0, 32 * MIB) {
-            held.push(b);
-        }
+        let held = fill(&d);
         assert!(
             held.len() >= 8,
             "{name}: filled with {} buffers",
@@ -98,10 +99,7 @@ fn out_of_memory_gives_back_every_streams_idle_pages_first() {
         // And back: stream 1's idle memory serves stream 0.
         drop(other);
         d.sync_all().unwrap();
-        let mut again = Vec::new();
-        while let Ok(b) = d.alloc(S0, 32 * MIB) {
-            again.push(b);
-        }
+        let again = fill(&d);
         assert!(
             again.len() >= 8,
             "{name}: stream 0 refilled with {}",

@@ -45,16 +45,15 @@ impl Outcome {
 /// `\u{1b}`), so a header from a downloaded trace cannot move the cursor or
 /// start an escape sequence.
 pub fn printable(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
+    let mut shown = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
 }
 
 /// A file's name up to its first dot (`gpt2_train.jsonl.gz` → `gpt2_train`).

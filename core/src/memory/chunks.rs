@@ -343,6 +343,13 @@ impl ChunkTable {
         u64::from(ch.len) << self.shift
     }
 
+    /// Where chunk `c` lies in its reservation and how long it is, in
+    /// bytes: what its commit and its decommit pass to the storage.
+    pub(super) fn range_of(&self, c: u32) -> (u64, u64) {
+        let ch = self.chunk(c);
+        (u64::from(ch.start) << self.shift, self.bytes(ch))
+    }
+
     /// The oldest idle chunk.
     pub(super) fn lru_head(&self) -> Option<u32> {
         (self.lru_head != NIL).then_some(self.lru_head)

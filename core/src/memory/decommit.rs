@@ -215,8 +215,7 @@ impl<S: Storage> MemoryManager<S> {
         {
             let seg = self.seg();
             let ch = *seg.chunks.chunk(c);
-            let bytes = seg.chunks.bytes(&ch);
-            let offset = u64::from(ch.start) * seg.chunks.granule();
+            let (offset, bytes) = seg.chunks.range_of(c);
             let id = seg.reservations[seg.chunks.owner_of(ch.map)].id;
             self.storage
                 .decommit(id, offset, bytes)

@@ -44,6 +44,14 @@ pub(crate) const ACC: KernelSource<'static> = KernelSource {
     bindings: 3,
 };
 
+/// A `Device` on lock family `L` with `streams` streams, over a platform
+/// of its own.
+pub(crate) fn device_with_lock<L: RawLock>(streams: u16) -> R<Device<HipPlatform, L>> {
+    let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
+    Device::<_, L>::with_lock(platform, DeviceConfig::with_streams(streams))
+        .map_err(e("Device::with_lock"))
+}
+
 pub(crate) fn dims() -> LaunchDims {
     streamcore_kernels::dims(N)
 }

@@ -13,11 +13,7 @@ pub(crate) fn allocations(dev: &Device<HipPlatform>) -> R<(f64, f64)> {
     let rs = RawStream::new()?;
     // The same device on the spin lock (the default without `std`): how
     // much of the pair is the lock family.
-    let spin = Device::<_, SpinLock>::with_lock(
-        HipPlatform::new().map_err(e("HipPlatform::new"))?,
-        DeviceConfig::with_streams(1),
-    )
-    .map_err(e("Device::with_lock"))?;
+    let spin = device_with_lock::<SpinLock>(1)?;
 
     println!(
         "\n2. Reserve + free, {OPS} pairs per round, {ROUNDS} rounds \

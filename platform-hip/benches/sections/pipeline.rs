@@ -17,9 +17,7 @@ pub(crate) struct PipeDevice<L: RawLock> {
 
 impl<L: RawLock> PipeDevice<L> {
     fn new() -> R<Self> {
-        let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
-        let dev = Device::<_, L>::with_lock(platform, DeviceConfig::with_streams(2))
-            .map_err(e("Device::new"))?;
+        let dev = device_with_lock::<L>(2)?;
         let fill = dev.load_kernel(&FILL).map_err(e("load sc_fill"))?;
         let acc_k = dev.load_kernel(&ACC).map_err(e("load sb_acc"))?;
         let mut stages = Vec::with_capacity(STAGES);

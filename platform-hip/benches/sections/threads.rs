@@ -73,9 +73,7 @@ impl<L: RawLock> OnDevice<L> {
     /// A device of its own on lock family `L`, two streams, its kernels
     /// and buffers.
     fn new() -> R<Self> {
-        let platform = HipPlatform::new().map_err(e("HipPlatform::new"))?;
-        let dev = Device::<_, L>::with_lock(platform, DeviceConfig::with_streams(2))
-            .map_err(e("Device::new"))?;
+        let dev = device_with_lock::<L>(2)?;
         let zeros = bytes(&[0; N]);
         let on_device = Self {
             counts: Default::default(),
@@ -313,22 +311,18 @@ pub(crate) fn threads() -> R<()> {
     println!(
         "\n  B. sb_inc launches per second (each thread synchronizes its stream every {DRAIN_EVERY})"
     );
-    let mut ratio: [Vec<f64>; 4] = Default::default();
-    let mut rates: [(Vec<f64>, Vec<f64>); 4] = Default::default();
+    // Per launcher, over the trials: one thread's rate, two threads',
+    // their ratio.
+    let mut rates: [[Samples; 3]; 4] = Default::default();
     for _ in 0..trials {
         for (k, (_, l)) in launchers.iter().enumerate() {
             let one = rate(*l, 1, secs)?;
             let two = rate(*l, 2, secs)?;
-            rates[k].0.push(one);
-            rates[k].1.push(two);
-            ratio[k].push(two / one);
+            for (i, x) in [one, two, two / one].into_iter().enumerate() {
+                rates[k][i].push(x, 1);
+            }
         }
     }
-    let med = |v: &Vec<f64>| {
-        let mut v = v.clone();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     println!(
         "  {:<40} {:>12} {:>12} {:>9}",
         "", "one thread", "two threads", "two/one"
@@ -337,20 +331,20 @@ pub(crate) fn threads() -> R<()> {
         println!(
             "  {:<40} {:>12.0} {:>12.0} {:>8.2}x",
             name,
-            med(&rates[k].0),
-            med(&rates[k].1),
-            med(&ratio[k])
+            rates[k][0].median(),
+            rates[k][1].median(),
+            rates[k][2].median()
         );
     }
     println!(
         "  Device: two threads {:.2}x one -> {} (bare HIP {:.2}x: what the driver itself allows)",
-        med(&ratio[1]),
-        if med(&ratio[1]) >= 1.3 {
+        rates[1][2].median(),
+        if rates[1][2].median() >= 1.3 {
             "at least 1.3x: met"
         } else {
             "below 1.3x: MISSED"
         },
-        med(&ratio[0])
+        rates[0][2].median()
     );
 
     // Every launch ran: each stream's buffer counts its launches.
