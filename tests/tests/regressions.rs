@@ -272,3 +272,25 @@ fn an_info_upload_takes_back_dropped_buffers_first() {
     d.sync_all().unwrap();
     assert_no_hazards(&d);
 }
+
+/// `install_pools` after a buffer was read on another stream and dropped:
+/// the caller holds nothing, so the swap goes through the first time. One
+/// pass of syncs in stream order left the free that stream 1's use pinned
+/// on stream 0 (already synced), and the swap was refused for its bytes.
+#[test]
+fn install_pools_settles_frees_pinned_across_streams() {
+    use streamcore::memory::{LayoutPreset, MemoryLayout};
+    let d = device(2);
+    let scale = d.load_kernel(&kernels::SCALE).unwrap();
+    let n = 16usize;
+    {
+        let x = d.upload(S0, &bytes(&vec![1; n])).unwrap();
+        let y = d.alloc(S1, 4 * n as u64).unwrap();
+        let r = d.launch(S1, scale, dims(n), &[x.read(), y.write()], &[n as u64, 2]);
+        assert_eq!(r.unwrap(), Launched::Queued);
+    }
+    let layout = MemoryLayout::preset(LayoutPreset::Sliced, &d.properties());
+    d.install_pools(layout).unwrap();
+    d.sync_all().unwrap();
+    assert_no_hazards(&d);
+}

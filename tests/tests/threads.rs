@@ -271,3 +271,101 @@ fn a_launch_refused_outside_the_lock_lets_its_lane_go_before_relocking() {
     drop((x, y, z));
     d.sync_all().unwrap();
 }
+
+std::thread_local! {
+    /// This thread's simulated interrupt mask, for [`ThreadMask`].
+    static MASKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// This thread's masks so far.
+    static MASKS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// An interrupt mask over a thread-local flag: the host side of a
+/// [`MaskedLock`](streamcore::device::MaskedLock), observable by a test.
+struct ThreadMask;
+
+impl streamcore::device::InterruptMask for ThreadMask {
+    type Saved = bool;
+    fn mask() -> bool {
+        MASKS.with(|n| n.set(n.get() + 1));
+        MASKED.with(|m| m.replace(true))
+    }
+    fn restore(saved: bool) {
+        MASKED.with(|m| m.set(saved));
+    }
+}
+
+/// On the critical-section lock, every host synchronization the device
+/// makes (a read, a stream's sync, `sync_all`, the sync before an
+/// allocation that waits for frees) runs with interrupts unmasked: the
+/// device never masks them across a wait on the GPU, only around its
+/// bookkeeping.
+#[test]
+fn the_masked_lock_never_waits_with_interrupts_masked() {
+    use streamcore::device::MaskedLock;
+    let mock = MockPlatform::with_config(MockConfig::default().seed(7)).unwrap();
+    kernels::register_mock(&mock);
+    let p = Paced::new(mock);
+    let d =
+        Device::<_, MaskedLock<ThreadMask>>::with_lock(p.clone(), DeviceConfig::with_streams(2))
+            .unwrap();
+    let (syncs, masked_syncs) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
+    {
+        let (syncs, masked_syncs) = (Arc::clone(&syncs), Arc::clone(&masked_syncs));
+        p.set_sync_hook(Some(Box::new(move || {
+            syncs.fetch_add(1, Ordering::Relaxed);
+            if MASKED.with(std::cell::Cell::get) {
+                masked_syncs.fetch_add(1, Ordering::Relaxed);
+            }
+        })));
+    }
+    let masks_before = MASKS.with(std::cell::Cell::get);
+    let scale = d.load_kernel(&kernels::SCALE).unwrap();
+    let n = 64usize;
+    let x = d.upload(StreamId(1), &bytes(&vec![2; n])).unwrap();
+    let y = d.alloc(StreamId(0), 4 * n as u64).unwrap();
+    let r = d.launch(S0, scale, dims(n), &[x.read(), y.write()], &[n as u64, 3]);
+    assert_eq!(r.unwrap(), Launched::Queued);
+    assert_eq!(words(&d.read(S0, &y).unwrap()), vec![6; n]);
+    d.sync(StreamId(1)).unwrap();
+    drop((x, y));
+    d.sync_all().unwrap();
+    assert!(
+        MASKS.with(std::cell::Cell::get) > masks_before,
+        "the device took its lock through the mask"
+    );
+    assert!(!MASKED.with(std::cell::Cell::get), "unmasked between calls");
+    assert!(
+        syncs.load(Ordering::Relaxed) >= 3,
+        "the platform was waited on"
+    );
+    assert_eq!(
+        masked_syncs.load(Ordering::Relaxed),
+        0,
+        "a wait on the GPU made with interrupts masked"
+    );
+    p.set_sync_hook(None);
+    d.with_platform(|p| p.inner().assert_no_hazards());
+}
+
+/// On the critical-section lock, a buffer dropped outside any device call
+/// whose id goes to the release queue (the mailbox holds another's) takes
+/// the queue's lock inside the mask: an interrupt handler dropping a
+/// buffer meanwhile cannot spin on a lock the interrupted thread holds.
+#[test]
+fn the_masked_lock_masks_a_drop_that_takes_the_release_queue() {
+    use streamcore::device::MaskedLock;
+    let mock = MockPlatform::with_config(MockConfig::default().seed(9)).unwrap();
+    let d = Device::<_, MaskedLock<ThreadMask>>::with_lock(mock, DeviceConfig::with_streams(1))
+        .unwrap();
+    let (a, b) = (d.alloc(S0, 64).unwrap(), d.alloc(S0, 64).unwrap());
+    let before = MASKS.with(std::cell::Cell::get);
+    drop(a); // the mailbox: one atomic word, no lock
+    drop(b); // the queue, behind its lock
+    assert!(
+        MASKS.with(std::cell::Cell::get) > before,
+        "the queue's lock was taken without masking"
+    );
+    assert!(!MASKED.with(std::cell::Cell::get));
+    d.sync_all().unwrap();
+    assert_eq!(d.census().buffers, 0, "both releases were processed");
+}

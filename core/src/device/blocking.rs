@@ -210,7 +210,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     /// allocated meanwhile (the error gives the bytes); the layout is then
     /// unchanged everywhere.
     pub fn install_pools(&self, layout: MemoryLayout) -> Result<(), Error<P::Error>> {
-        let streams = {
+        {
             let (mut inner, env) = self.parts();
             inner.process_releases(env);
             install_check(&inner)?;
@@ -227,10 +227,14 @@ impl<P: Platform, L: RawLock> Device<P, L> {
                     })?;
                 }
             }
-            inner.sync.streams()
-        };
-        for s in 0..streams {
-            self.host_sync(StreamId(s as u16))?;
+        }
+        // Settled as `sync_all` settles: one stream's sync can hand a free
+        // pinned by its use to a stream already synced (a buffer read
+        // across streams), so one pass over the streams is not enough.
+        // Work other threads keep queuing is refused below by its bytes.
+        match self.sync_all() {
+            Ok(()) | Err(Error::NotSettled { .. }) => {}
+            Err(e) => return Err(e),
         }
         let (mut inner, _) = self.parts();
         install_check(&inner)?;

@@ -10,6 +10,7 @@ use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use super::buffer::BufferId;
+use super::lock::RawLock;
 use crate::platform::Access;
 use crate::stream::StreamId;
 
@@ -99,13 +100,48 @@ const CLOSED: u32 = u32::MAX;
 /// devices alive at once needed at their peak. A queue is never shared by
 /// two devices and never serves a new one while an old handle could still
 /// reach its mailbox.
-#[derive(Debug, Default)]
+///
+/// Its locks (the queue's, and the pool of idle queues) are taken inside
+/// the device's lock family's critical section ([`RawLock::critical`]): a
+/// handle dropped by an interrupt handler must not spin on a lock the
+/// thread it interrupted holds.
+#[derive(Debug)]
 pub(crate) struct ReleaseQueue {
     /// A released buffer's slot index + 1; 0: empty; [`CLOSED`].
     mailbox: AtomicU32,
     /// Whether `queue` may hold ids.
     pending: AtomicBool,
     queue: spin::Mutex<Releases>,
+    /// The critical section of the lock family of the devices it serves
+    /// (an idle queue serves only a device of the same family).
+    critical: Critical,
+}
+
+/// A lock family's critical section, as a plain function: runs its
+/// argument inside [`RawLock::critical`].
+pub(crate) type Critical = fn(&mut dyn FnMut());
+
+/// The critical section of lock family `L`.
+pub(crate) fn critical_of<L: RawLock>() -> Critical {
+    fn run<L: RawLock>(f: &mut dyn FnMut()) {
+        L::critical(f)
+    }
+    run::<L>
+}
+
+/// Runs `f` once, inside `critical`. A family's critical section that did
+/// not call its argument (a broken contract) leaves `f` to run bare rather
+/// than lose what it does; one that called it twice runs it once.
+fn in_critical(critical: Critical, f: impl FnOnce()) {
+    let mut f = Some(f);
+    critical(&mut || {
+        if let Some(f) = f.take() {
+            f();
+        }
+    });
+    if let Some(f) = f.take() {
+        f();
+    }
 }
 
 /// Closed queues every handle came back to, for the next devices.
@@ -113,29 +149,55 @@ static IDLE_QUEUES: spin::Mutex<Vec<&'static ReleaseQueue>> = spin::Mutex::new(V
 
 impl ReleaseQueue {
     /// A queue serving device `device` (a non-zero id no other device ever
-    /// has): an idle one, with the allocations it kept, or a new one.
-    pub(crate) fn open(device: u64) -> &'static Self {
-        let idle = IDLE_QUEUES.lock().pop();
+    /// has), whose lock family's critical section is `critical`: an idle
+    /// one of the same family, with the allocations it kept, or a new one.
+    pub(crate) fn open(device: u64, critical: Critical) -> &'static Self {
+        let mut idle = None;
+        in_critical(critical, || {
+            let mut queues = IDLE_QUEUES.lock();
+            let same = queues
+                .iter()
+                .rposition(|q| core::ptr::fn_addr_eq(q.critical, critical));
+            idle = same.map(|i| queues.swap_remove(i));
+        });
         let queue: &'static Self = match idle {
             Some(q) => q,
-            None => Box::leak(Box::new(Self::default())),
+            None => Box::leak(Box::new(Self {
+                mailbox: AtomicU32::new(0),
+                pending: AtomicBool::new(false),
+                queue: spin::Mutex::default(),
+                critical,
+            })),
         };
-        let mut q = queue.queue.lock();
-        q.device = device;
-        q.outstanding = 0;
-        q.buffers.clear();
-        q.graphs.clear();
-        queue.mailbox.store(0, Ordering::Relaxed);
-        queue.pending.store(false, Ordering::Relaxed);
-        drop(q);
+        queue.locked(|q| {
+            q.device = device;
+            q.outstanding = 0;
+            q.buffers.clear();
+            q.graphs.clear();
+            queue.mailbox.store(0, Ordering::Relaxed);
+            queue.pending.store(false, Ordering::Relaxed);
+        });
         queue
+    }
+
+    /// Runs `f` on the lists, the queue's lock held inside its critical
+    /// section.
+    #[inline]
+    fn locked(&self, f: impl FnOnce(&mut Releases)) {
+        in_critical(self.critical, || f(&mut self.queue.lock()));
+    }
+
+    /// Gives the queue, closed and with every handle back, to the idle pool.
+    fn retire(&'static self) {
+        in_critical(self.critical, || IDLE_QUEUES.lock().push(self));
     }
 
     /// A handle allocation of this queue, for a new slot index of its
     /// device's buffer table: a spare one, or a new one.
     #[cold]
     pub(crate) fn share(&'static self) -> &'static HandleShare {
-        let spare = self.queue.lock().spare.pop();
+        let mut spare = None;
+        self.locked(|q| spare = q.spare.pop());
         spare.unwrap_or_else(|| {
             Box::leak(Box::new(HandleShare {
                 users: AtomicUsize::new(0),
@@ -155,8 +217,8 @@ impl ReleaseQueue {
         shares: &[&'static HandleShare],
         live: impl Fn(u32) -> bool,
     ) {
-        let idle = {
-            let mut q = self.queue.lock();
+        let mut idle = false;
+        self.locked(|q| {
             q.device = 0;
             let word = self.mailbox.swap(CLOSED, Ordering::Acquire);
             let mut held: Vec<bool> = (0..shares.len()).map(|i| live(i as u32)).collect();
@@ -178,20 +240,21 @@ impl ReleaseQueue {
                 }
             }
             q.outstanding = outstanding;
-            outstanding == 0
-        };
+            idle = outstanding == 0;
+        });
         if idle {
-            IDLE_QUEUES.lock().push(self);
+            self.retire();
         }
     }
 
     /// Runs `f` on the lists when the queue serves device `device`.
     fn push(&self, device: u64, f: impl FnOnce(&mut Releases)) {
-        let mut q = self.queue.lock();
-        if q.device == device {
-            f(&mut q);
-            self.pending.store(true, Ordering::Release);
-        }
+        self.locked(|q| {
+            if q.device == device {
+                f(q);
+                self.pending.store(true, Ordering::Release);
+            }
+        });
     }
 
     /// Queues the release of buffer `id` of device `device`, whose handles
@@ -216,8 +279,8 @@ impl ReleaseQueue {
     /// back to the queue (the last one back makes the queue idle).
     #[cold]
     fn push_buffer_locked(&'static self, device: u64, id: BufferId, share: &'static HandleShare) {
-        let idle = {
-            let mut q = self.queue.lock();
+        let mut idle = false;
+        self.locked(|q| {
             if q.device == device {
                 q.buffers.push(id);
                 self.pending.store(true, Ordering::Release);
@@ -232,10 +295,10 @@ impl ReleaseQueue {
             }
             q.spare.push(share);
             q.outstanding -= 1;
-            q.outstanding == 0
-        };
+            idle = q.outstanding == 0;
+        });
         if idle {
-            IDLE_QUEUES.lock().push(self);
+            self.retire();
         }
     }
 
@@ -270,34 +333,37 @@ impl ReleaseQueue {
         if !self.pending.load(Ordering::Acquire) {
             return false;
         }
-        let mut q = self.queue.lock();
-        self.pending.store(false, Ordering::Relaxed);
-        if q.buffers.is_empty() && q.graphs.is_empty() {
-            return false;
-        }
-        // Element by element: usually one or two ids.
-        for &id in &q.buffers {
-            buffers.push(id);
-        }
-        q.buffers.clear();
-        for &g in &q.graphs {
-            graphs.push(g);
-        }
-        q.graphs.clear();
-        true
+        let mut any = false;
+        self.locked(|q| {
+            self.pending.store(false, Ordering::Relaxed);
+            any = !(q.buffers.is_empty() && q.graphs.is_empty());
+            // Element by element: usually one or two ids.
+            for &id in &q.buffers {
+                buffers.push(id);
+            }
+            q.buffers.clear();
+            for &g in &q.graphs {
+                graphs.push(g);
+            }
+            q.graphs.clear();
+        });
+        any
     }
 
     /// The device it serves (0: closed) and the allocations handles that
     /// outlived a closed queue's device still hold (tests).
     #[cfg(test)]
     pub(crate) fn state(&self) -> (u64, usize) {
-        let q = self.queue.lock();
-        (q.device, q.outstanding)
+        let mut state = (0, 0);
+        self.locked(|q| state = (q.device, q.outstanding));
+        state
     }
 
     /// Whether no buffer id is queued (the mailbox included).
     pub(crate) fn no_buffers(&self) -> bool {
-        self.mailbox.load(Ordering::Acquire) == 0 && self.queue.lock().buffers.is_empty()
+        let mut empty = false;
+        self.locked(|q| empty = q.buffers.is_empty());
+        self.mailbox.load(Ordering::Acquire) == 0 && empty
     }
 }
 

@@ -52,7 +52,10 @@ pub use buffer::{BufferId, StaleBuffer};
 pub use config::{ConfigError, DeviceConfig, MAX_STREAMS};
 pub use handle::{Arg, Buffer, Graph, GraphId, KernelId};
 pub use launch::Launched;
-pub use lock::{DefaultLock, LocalLock, LockFamilyMutex, RawLock, SpinLock};
+pub use lock::{
+    DefaultLock, InterruptMask, LocalLock, LockFamilyMutex, MaskedGuard, MaskedLock, MaskedMutex,
+    RawLock, SpinLock,
+};
 #[cfg(feature = "std")]
 pub use lock::{ParkingLock, StdLock, YieldNow};
 pub use stats::{Census, DeviceStats, InfoCensus};
@@ -98,7 +101,8 @@ pub(crate) struct Shared<P: Platform, L: RawLock> {
 ///
 /// `L` is the lock its host picks: [`DefaultLock`] (`ParkingLock` with the
 /// `std` feature, [`SpinLock`] without), `StdLock` (the standard library's
-/// mutex), [`LocalLock`] for one context, or any [`RawLock`].
+/// mutex), [`LocalLock`] for one context, [`MaskedLock`] where interrupt
+/// handlers call the device too, or any [`RawLock`].
 pub struct Device<P: Platform, L: RawLock = DefaultLock> {
     shared: Arc<Shared<P, L>>,
 }
@@ -166,7 +170,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
             recording: 0,
             pins: CrossPins::new(0),
             pending: crate::arena::Arena::new(),
-            releases: handle::ReleaseQueue::open(id),
+            releases: handle::ReleaseQueue::open(id, handle::critical_of::<L>()),
             stats: DeviceStats::default(),
             release_error: None,
             scratch_ops: Vec::new(),
@@ -276,7 +280,15 @@ impl<P: Platform, L: RawLock> Device<P, L> {
         match inner.launch(env, stream, kernel, dims, args, info)? {
             launch::Submitted::Done(l) => Ok(l),
             launch::Submitted::Tail { mut lane } => {
-                drop(inner);
+                // Hand over hand where the family allows it: the driver call
+                // holds only the lane. Otherwise the device lock stays held
+                // and every guard drops in the reverse order of taking.
+                let held = if L::HAND_OVER_HAND {
+                    drop(inner);
+                    None
+                } else {
+                    Some(inner)
+                };
                 let l = &mut *lane;
                 let result = match (l.stream.as_mut(), l.kernel.as_ref()) {
                     (Some(s), Some((_, k))) => env.platform.launch(s, k, dims, &l.bindings),
@@ -286,9 +298,10 @@ impl<P: Platform, L: RawLock> Device<P, L> {
                 // The lane goes before the device lock is taken again: a
                 // thread holding the device lock may be waiting for it.
                 drop(lane);
-                match result {
-                    Ok(()) => Ok(Launched::Queued),
-                    Err(e) => Err(self.launch_tail_failed(stream, kernel, args, e)),
+                match (result, held) {
+                    (Ok(()), _) => Ok(Launched::Queued),
+                    (Err(e), Some(mut inner)) => Err(inner.tail_failed(stream, kernel, args, e)),
+                    (Err(e), None) => Err(self.launch_tail_failed(stream, kernel, args, e)),
                 }
             }
         }

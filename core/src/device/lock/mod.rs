@@ -5,7 +5,8 @@
 //! host's choice, as embassy-sync's `RawMutex` and `lock_api` make it: a spin
 //! lock where nothing can sleep (firmware without an operating system), a
 //! parking mutex under `std`, a plain `RefCell` for a single context, or a
-//! critical-section lock a host writes itself.
+//! critical-section lock ([`MaskedLock`]) over the interrupt masking a host
+//! writes itself, for devices called from interrupt handlers too.
 //!
 //! The core forbids `unsafe`, so the trait is over whole mutexes (a safe
 //! `new` and a guard), not over raw lock words: [`RawLock`] names a family,
@@ -18,6 +19,10 @@
 
 use core::ops::DerefMut;
 
+mod masked;
+
+pub use masked::{InterruptMask, MaskedGuard, MaskedLock, MaskedMutex};
+
 /// A family of mutexes: the lock a device uses for its state and its
 /// streams. Pick one with `Device<P, L>`; [`DefaultLock`] otherwise.
 pub trait RawLock: 'static {
@@ -29,6 +34,27 @@ pub trait RawLock: 'static {
     /// spin where [`Mutex`](RawLock::Mutex) parks: its release is then a
     /// plain store instead of an atomic read-modify-write.
     type LaneMutex<T>: LockFamilyMutex<T>;
+
+    /// Whether a guard of this family may be let go while a guard taken
+    /// after it is still held (hand over hand). The device does that on a
+    /// launch's common path: it lets its lock go before the driver call and
+    /// holds only the stream's lane through it. A family whose guards must
+    /// drop in the reverse order of taking (each restores the interrupt
+    /// state it found, as [`MaskedLock`]'s do) says `false`, and the device
+    /// then holds its lock through the call.
+    const HAND_OVER_HAND: bool = true;
+
+    /// Runs `f` where no other context of this core can take a lock of
+    /// this family: the device's small locks outside its own (the queue a
+    /// dropped buffer's id goes to) are taken inside it, so a handle
+    /// dropped in an interrupt handler cannot spin on a lock the thread it
+    /// interrupted holds. Nothing to do for a family whose contexts are
+    /// threads (the default runs `f`); [`MaskedLock`] masks interrupts.
+    /// An implementation MUST call `f` exactly once.
+    #[inline(always)]
+    fn critical<R>(f: impl FnOnce() -> R) -> R {
+        f()
+    }
 }
 
 /// One mutex of a [`RawLock`] family.
