@@ -294,3 +294,27 @@ fn install_pools_settles_frees_pinned_across_streams() {
     d.sync_all().unwrap();
     assert_no_hazards(&d);
 }
+
+/// A host write into a buffer whose reservation failed is refused with a
+/// report that names the write (it said "read of").
+#[test]
+fn a_write_into_a_buffer_without_memory_is_reported_as_a_write() {
+    use streamcore::failure::Refused;
+    let mock = MockPlatform::with_config(MockConfig::default().total_memory(1 << 20)).unwrap();
+    let d = Device::new(mock, DeviceConfig::with_streams(1)).unwrap();
+    let e = d.empty(S0, 2 << 20).unwrap();
+    let r = d.write(S0, &e, &vec![0u8; 2 << 20]);
+    let Err(Error::Tainted(report)) = r else {
+        panic!("{r:?}");
+    };
+    assert_eq!(report.refused, Refused::Write);
+    let text = report.to_string();
+    assert!(text.starts_with("write into "), "{text}");
+    assert!(text.contains("has no memory"), "{text}");
+    let r = d.read(S0, &e);
+    let Err(Error::Tainted(report)) = r else {
+        panic!("{r:?}");
+    };
+    assert_eq!(report.refused, Refused::Read);
+    assert!(report.to_string().starts_with("read of "));
+}

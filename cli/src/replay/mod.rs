@@ -498,9 +498,11 @@ fn run_one(
             None => String::new(),
         };
         let title = format!(
-            "{workload}: bytes over the trace (layout {}; reserved/live {:.3}{torch})",
+            "{workload}: bytes over the trace (layout {}; reserved/live {}{torch})",
             chosen.name,
-            report.ratio()
+            report
+                .live_ratio()
+                .map_or("-".into(), |x| format!("{x:.3}"))
         );
         let svg_text = plot::render(&plot::Plot {
             title: &title,

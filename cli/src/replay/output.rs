@@ -135,7 +135,7 @@ pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
     row(
         out,
         "reserved / live",
-        format!("{:.4}", r.ratio()),
+        r.live_ratio().map_or("-".into(), |x| format!("{x:.4}")),
         Some(h.recorder_ratio().map_or("-".into(), |x| format!("{x:.4}"))),
     )?;
     row(
@@ -188,13 +188,13 @@ pub fn overview(out: &mut impl Write, all: &[Outcome]) -> io::Result<()> {
         let r = &o.report;
         writeln!(
             out,
-            "{:<width$} {:>9} {:>7} {:>13} {:>13} {:>9.4} {:>9} {:>8} {:>8.1}",
+            "{:<width$} {:>9} {:>7} {:>13} {:>13} {:>9} {:>9} {:>8} {:>8.1}",
             o.shown_name(),
             thousands(r.events),
             o.streams,
             HumanBytes(r.peak_reserved).to_string(),
             HumanBytes(r.peak_live).to_string(),
-            r.ratio(),
+            r.live_ratio().map_or("-".into(), |x| format!("{x:.4}")),
             o.header
                 .recorder_ratio()
                 .map_or("-".into(), |x| format!("{x:.4}")),
@@ -253,7 +253,11 @@ pub fn json_line(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
     member("allocs", r.allocs.to_string());
     member("peak_reserved_bytes", r.peak_reserved.to_string());
     member("peak_live_bytes", r.peak_live.to_string());
-    member("ratio", format!("{:.6}", r.ratio()));
+    // No value (null) when nothing was live.
+    member(
+        "ratio",
+        r.live_ratio().map_or("null".into(), |x| format!("{x:.6}")),
+    );
     member("storage_allocs", r.storage.allocs.to_string());
     member("storage_deallocs", r.storage.deallocs.to_string());
     member("ns_per_op", format!("{:.2}", r.ns_per_op()));

@@ -108,10 +108,7 @@ fn a_size_beyond_64_bits_says_so() {
     );
     assert_refused(
         &out,
-        &[
-            "line 2: \"size\" is",
-            "above the largest integer a trace holds (2^64 - 1)",
-        ],
+        &["line 2: \"size\" is", "above the largest integer, 2^64 - 1"],
     );
     assert!(!text(&out.stderr).contains("not a non-negative integer"));
 }

@@ -149,3 +149,25 @@ fn plain_jsonl_without_pytorch_figures() {
     assert!(table.status.success());
     assert!(!text(&table.stdout).contains("PyTorch"));
 }
+
+/// A trace without allocations has no reserved / live ratio: the table,
+/// the overview and the JSON say so ("-", null) instead of printing 0.
+#[test]
+fn a_trace_without_allocations_has_no_ratio() {
+    let dir = scratch("no_allocations");
+    let path = dir.join("empty.jsonl");
+    std::fs::write(&path, "{\"header\": {}}\n").unwrap();
+    let out = replay(&[&path]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("reserved / live"))
+        .unwrap_or_else(|| panic!("no ratio row in:\n{stdout}"));
+    assert!(!row.contains("0.0000"), "{row}");
+    assert!(row.split_whitespace().any(|w| w == "-"), "{row}");
+    let out = replay(&[&"--json", &path]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(lines[0].get("ratio"), Some(&Value::Null), "{lines:?}");
+}

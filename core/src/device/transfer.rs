@@ -7,7 +7,7 @@ use super::launch::taint_region;
 use super::lock::RawLock;
 use super::state::{Deferred, Env, Fence, Inner, Res, WindowUse, host_err};
 use crate::error::Error;
-use crate::failure::{AllocId, Operand, Operation};
+use crate::failure::{AllocId, Operand, Operation, Refused};
 use crate::memory::{MemoryError, SliceHandle};
 use crate::platform::{Access, DeviceRange, HostRange, HostStorage, Platform};
 use crate::stream::{DoomReason, StreamId};
@@ -230,7 +230,10 @@ impl<P: Platform> Inner<P> {
         let Some(dst) = slot.range() else {
             return Err(self.taint.check_read(region).err().map_or(
                 Error::InvalidArgument("buffer has no memory"),
-                Error::Tainted,
+                |mut report| {
+                    report.refused = Refused::Write;
+                    Error::Tainted(report)
+                },
             ));
         };
         self.stream(env, sid)?;

@@ -11,7 +11,7 @@ use super::cause::{Cause, Operation};
 use super::claims::{Claims, Seg};
 use super::id::{AllocId, FailureId, Operand, Region};
 use super::node::{Failure, SkipRecord};
-use super::report::{ChainLink, TaintReport};
+use super::report::{ChainLink, Refused, TaintReport};
 use crate::hash::FxHashMap;
 
 /// What [`ErrorGraph::begin`] decided for a launch or copy.
@@ -271,6 +271,7 @@ impl<E> ErrorGraph<E> {
             ),
         };
         Err(Box::new(TaintReport {
+            refused: Refused::Read,
             read: region,
             claimed,
             failure,

@@ -48,9 +48,18 @@ impl From<FailureId> for DoomReason {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct AllocId(pub u64);
 
+/// `alloc #N`; an id past 2^32 as `alloc #INDEX.GENERATION` (its low and
+/// high 32 bits): the device mints a buffer's id as its generation above
+/// its slot index (`BufferId::as_u64`), and a report then names the buffer
+/// as the buffer's own id shows it (`buffer INDEX.GENERATION`).
 impl fmt::Display for AllocId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "alloc #{}", self.0)
+        let (index, generation) = (self.0 & 0xFFFF_FFFF, self.0 >> 32);
+        if generation == 0 {
+            write!(f, "alloc #{index}")
+        } else {
+            write!(f, "alloc #{index}.{generation}")
+        }
     }
 }
 
@@ -140,5 +149,19 @@ impl Operand {
             region,
             access: Access::ReadWrite,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AllocId;
+    use alloc::string::ToString;
+
+    /// A device's packed buffer id reads as the buffer's own id does.
+    #[test]
+    fn a_packed_id_reads_as_index_and_generation() {
+        assert_eq!(AllocId(7).to_string(), "alloc #7");
+        assert_eq!(AllocId(1 << 32).to_string(), "alloc #0.1");
+        assert_eq!(AllocId((3 << 32) | 5).to_string(), "alloc #5.3");
     }
 }

@@ -72,4 +72,4 @@ pub use cause::{Cause, KernelName, Operation};
 pub use graph::{Decision, ErrorGraph, StaleFailure};
 pub use id::{AllocId, FailureId, Operand, Region};
 pub use node::{Failure, SKIP_RECORDS_PER_FAILURE, SkipRecord};
-pub use report::{ChainLink, TaintReport};
+pub use report::{ChainLink, Refused, TaintReport};

@@ -21,14 +21,28 @@ pub struct ChainLink {
     pub input: Region,
 }
 
-/// A read (device to host) refused because some of its bytes are claimed.
+/// What a [`TaintReport`] refused.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refused {
+    /// A read back to the host: some of its bytes are claimed.
+    Read,
+    /// A host write into a buffer that has no memory: its reservation
+    /// failed, and the failure claims it whole.
+    Write,
+}
+
+/// A read (device to host) refused because some of its bytes are claimed,
+/// or a write into a buffer whose reservation failed.
 ///
-/// Its `Display` is a readable multi-line walk from the read back to the
-/// root failure, naming every skipped launch.
+/// Its `Display` is a readable multi-line walk from the refused operation
+/// back to the root failure, naming every skipped launch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaintReport {
-    /// The refused read.
+    /// What was refused.
+    pub refused: Refused,
+    /// The refused read's (or write's) bytes.
     pub read: Region,
     /// Its first claimed bytes (lowest offset), where the walk starts.
     pub claimed: Region,
@@ -53,11 +67,18 @@ pub struct TaintReport {
 
 impl fmt::Display for TaintReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "read of {} refused: {} were never written because of {}",
-            self.read, self.claimed, self.failure
-        )?;
+        match self.refused {
+            Refused::Read => writeln!(
+                f,
+                "read of {} refused: {} were never written because of {}",
+                self.read, self.claimed, self.failure
+            )?,
+            Refused::Write => writeln!(
+                f,
+                "write into {} refused: the buffer has no memory; {} are claimed by {}",
+                self.read, self.claimed, self.failure
+            )?,
+        }
         for link in &self.chain {
             writeln!(
                 f,

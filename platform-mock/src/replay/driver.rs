@@ -11,7 +11,7 @@ use streamcore::platform::Storage;
 
 use super::counting::{Accounting, CountingStorage, StorageStats};
 use super::driver_model::DriverModel;
-use super::trace::{Trace, TraceEvent};
+use super::trace::{MAX_TRACE_STREAMS, Trace, TraceEvent};
 
 /// Something that serves a trace's allocations: one allocator per stream.
 pub trait ReplayTarget {
@@ -75,7 +75,14 @@ pub struct ReplayReport {
 }
 
 impl ReplayReport {
-    /// Peak reserved / peak live.
+    /// Peak reserved / peak live; `None` when nothing was ever live (a
+    /// trace without allocations: the ratio has no value).
+    pub fn live_ratio(&self) -> Option<f64> {
+        (self.peak_live > 0).then(|| self.peak_reserved as f64 / self.peak_live as f64)
+    }
+
+    /// Peak reserved / peak live; 0 when nothing was ever live (reports
+    /// should print [`live_ratio`](Self::live_ratio)'s `None` as no value).
     pub fn ratio(&self) -> f64 {
         if self.peak_live == 0 {
             0.0
@@ -141,12 +148,57 @@ impl fmt::Display for ReplayError {
 
 impl std::error::Error for ReplayError {}
 
-/// Replays `trace` through `target`.
+/// Refuses, before anything is replayed, a trace a loader would not have
+/// produced (its fields are public): a slot at or past `trace.slots`, a
+/// stream at or past [`MAX_TRACE_STREAMS`], an allocation into a live slot,
+/// a free of a slot that is not live.
+fn check_events(trace: &Trace) -> Result<(), ReplayError> {
+    let mut live = std::vec![false; trace.slots as usize];
+    for (i, e) in trace.events.iter().enumerate() {
+        let refuse = |why: std::string::String| ReplayError {
+            event: i as u64,
+            why,
+        };
+        let (slot, alloc) = match *e {
+            TraceEvent::Alloc { slot, stream, .. } => {
+                if stream >= MAX_TRACE_STREAMS {
+                    return Err(refuse(std::format!(
+                        "stream {stream} is past the last one a trace may use ({})",
+                        MAX_TRACE_STREAMS - 1
+                    )));
+                }
+                (slot, true)
+            }
+            TraceEvent::Free { slot } => (slot, false),
+        };
+        let Some(state) = live.get_mut(slot as usize) else {
+            return Err(refuse(std::format!(
+                "slot {slot} is past the trace's {} slots",
+                trace.slots
+            )));
+        };
+        if *state == alloc {
+            let why = if alloc {
+                std::format!("allocation into slot {slot}, which is still live")
+            } else {
+                std::format!("free of slot {slot}, which is not live")
+            };
+            return Err(refuse(why));
+        }
+        *state = alloc;
+    }
+    Ok(())
+}
+
+/// Replays `trace` through `target`. A trace whose events a loader would
+/// not have produced (see [`Trace`]'s fields) is refused with a
+/// [`ReplayError`] before anything is replayed.
 pub fn replay<T: ReplayTarget>(
     trace: &Trace,
     target: &mut T,
     mut options: ReplayOptions<'_>,
 ) -> Result<ReplayReport, ReplayError> {
+    check_events(trace)?;
     let total = trace.events.len() as u64;
     let mut handles: Vec<Option<(u32, u64, T::Handle)>> = Vec::new();
     handles.resize_with(trace.slots as usize, || None);
@@ -170,7 +222,7 @@ pub fn replay<T: ReplayTarget>(
                 allocs += 1;
             }
             TraceEvent::Free { slot } => {
-                // A loaded trace only frees live slots.
+                // Checked above: only live slots are freed.
                 if let Some((stream, size, h)) = handles[slot as usize].take() {
                     target.free(stream, h).map_err(|e| ReplayError {
                         event: i as u64,
@@ -213,7 +265,10 @@ pub fn replay<T: ReplayTarget>(
     })
 }
 
-/// streamcore's managers, one per stream, over counting storages.
+/// streamcore's managers, one per stream, over counting storages. Streams
+/// are dense indices: a call on stream `s` makes the managers of every
+/// stream up to `s` (a trace's streams are below [`MAX_TRACE_STREAMS`],
+/// which [`replay`] checks before it starts).
 pub struct StreamcoreTarget {
     accounting: Accounting,
     layout: MemoryLayout,

@@ -50,6 +50,26 @@ impl Value {
     }
 }
 
+/// Why a JSON number the reader kept as [`Value::Number`] is not a `u64`,
+/// for messages of the form "`{x}` is ...": a negative number, a fraction,
+/// an integer written with a sign, a decimal point or an exponent (`-0`,
+/// `4096.0`, `1e3`: the value would fit, its notation does not), or one
+/// past 2^64 - 1. One wording for every reader of numbers (trace lines,
+/// layout files).
+pub fn why_not_u64(x: f64) -> &'static str {
+    if x < 0.0 {
+        "a negative number"
+    } else if x.fract() != 0.0 {
+        "not a whole number"
+    } else if x.is_sign_negative() {
+        "written with a minus sign (plain integers only)"
+    } else if x < 18_446_744_073_709_551_616.0 {
+        "written with a decimal point or an exponent (plain integers only)"
+    } else {
+        "above the largest integer, 2^64 - 1"
+    }
+}
+
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,

@@ -471,18 +471,7 @@ fn field(v: &Value, key: &str, line: usize) -> Result<u64, TraceError> {
         Some(Value::UInt(n)) => Ok(*n),
         Some(Value::Number(x)) => Err(TraceError::MalformedLine {
             line,
-            why: if *x < 0.0 {
-                std::format!("\"{key}\" is {x}, a negative number")
-            } else if x.fract() != 0.0 {
-                std::format!("\"{key}\" is {x}, not a whole number")
-            } else if *x < 18_446_744_073_709_551_616.0 {
-                std::format!(
-                    "\"{key}\" is {x}, written with a decimal point or an exponent: \
-                     a trace holds plain integers"
-                )
-            } else {
-                std::format!("\"{key}\" is {x}, above the largest integer a trace holds (2^64 - 1)")
-            },
+            why: std::format!("\"{key}\" is {x}, {}", super::json::why_not_u64(*x)),
         }),
         Some(_) => Err(TraceError::MalformedLine {
             line,
@@ -531,7 +520,10 @@ fn parse_event(
             if stream >= u64::from(MAX_TRACE_STREAMS) {
                 return Err(TraceError::MalformedLine {
                     line,
-                    why: std::format!("stream {stream} is above the limit of {MAX_TRACE_STREAMS}"),
+                    why: std::format!(
+                        "stream {stream} is past the last a trace may use ({})",
+                        MAX_TRACE_STREAMS - 1
+                    ),
                 });
             }
             let stream = stream as u32;

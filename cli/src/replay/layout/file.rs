@@ -272,7 +272,7 @@ mod tests {
             (
                 r#"{"pools": [{"kind": "exclusive", "max_slice": 18446744073709551616}]}"#,
                 "pools[0].max_slice",
-                "above the largest value, 2^64 - 1",
+                "above the largest integer, 2^64 - 1",
             ),
             (
                 r#"{"pools": [{"kind": "exclusive", "max_slice": "20000000 TiB"}]}"#,
@@ -282,7 +282,7 @@ mod tests {
             (
                 r#"{"pools": [{"kind": "exclusive", "max_slice": -4096}]}"#,
                 "pools[0].max_slice",
-                "is negative",
+                "is a negative number",
             ),
             (
                 r#"{"pools": [{"kind": "exclusive", "max_slice": 4096.5}]}"#,
@@ -292,7 +292,17 @@ mod tests {
             (
                 r#"{"preset": "balanced", "policy": {"max_pages": 1e30}}"#,
                 "policy.max_pages",
-                "above the largest value",
+                "above the largest integer",
+            ),
+            (
+                r#"{"preset": "balanced", "policy": {"max_pages": 1e3}}"#,
+                "policy.max_pages",
+                "1000 is written with a decimal point or an exponent",
+            ),
+            (
+                r#"{"pools": [{"kind": "exclusive", "max_slice": -0}]}"#,
+                "pools[0].max_slice",
+                "-0 is written with a minus sign",
             ),
             (
                 r#"{"alignment": 128, "pools": [{"kind": "exclusive", "max_slice": 4096}]}"#,

@@ -21,13 +21,7 @@ pub(super) fn integer(v: &Value, at: &str) -> Result<u64, FileError> {
 
 /// Why a JSON number that is not a `u64` is refused: what is wrong with it.
 fn number_why(x: f64) -> String {
-    if x < 0.0 {
-        format!("{x} is negative")
-    } else if x.fract() != 0.0 {
-        format!("{x} is not a whole number")
-    } else {
-        format!("{x} is above the largest value, 2^64 - 1")
-    }
+    format!("{x} is {}", streamcore_mock::replay::json::why_not_u64(x))
 }
 
 /// A byte size: an integer, or a string such as `"4 MiB"` (B, KiB, MiB,

@@ -65,6 +65,37 @@ fn replay_failures_name_the_event() {
     assert!(e.why.contains("out of memory"), "{e}");
 }
 
+/// A trace built by hand (its fields are public) with events a loader
+/// would never produce is refused before anything is replayed, naming the
+/// event: no panic, no table grown to a stream id.
+#[test]
+fn replay_refuses_events_a_loader_would_not_produce() {
+    let alloc = |slot, stream| TraceEvent::Alloc {
+        slot,
+        size: 16,
+        stream,
+    };
+    let cases: [(Vec<TraceEvent>, &str); 4] = [
+        (vec![alloc(0, 0), alloc(3, 0)], "slot 3 is past"),
+        (vec![alloc(0, 0), alloc(1, u32::MAX)], "stream 4294967295"),
+        (vec![alloc(0, 0), alloc(0, 0)], "still live"),
+        (vec![alloc(0, 0), TraceEvent::Free { slot: 1 }], "not live"),
+    ];
+    for (events, why) in cases {
+        let trace = Trace {
+            events,
+            slots: 2,
+            streams: 1,
+            ..Default::default()
+        };
+        let mut target = StreamcoreTarget::new(small_layout(), 256);
+        let e = replay(&trace, &mut target, ReplayOptions::default()).unwrap_err();
+        assert_eq!(e.event, 1, "{e}");
+        assert!(e.why.contains(why), "{e}");
+        assert!(target.managers().is_empty(), "refused before replaying");
+    }
+}
+
 /// The recorded traces, through the default layout over the pools' own
 /// books (exact bytes): peak reserved / peak live at or below the targets (a
 /// deterministic figure, not a timing).

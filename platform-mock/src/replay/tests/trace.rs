@@ -90,8 +90,18 @@ fn assert_damaged(e: &TraceError) {
 
 #[test]
 fn malformed_lines_name_the_line_and_the_reason() {
-    let cases: [(&str, usize, &str); 11] = [
+    let cases: [(&str, usize, &str); 13] = [
         (r#"{"op":"alloc","id":1,"size":10"#, 2, "unexpected end"),
+        (
+            r#"{"op":"alloc","id":1,"size":-0,"stream":0}"#,
+            2,
+            "\"size\" is -0, written with a minus sign",
+        ),
+        (
+            r#"{"op":"alloc","id":1,"size":16,"stream":1024}"#,
+            2,
+            "stream 1024 is past the last a trace may use (1023)",
+        ),
         (r#"{"op":"alloc","id":1,"stream":0}"#, 2, "missing \"size\""),
         (
             r#"{"op":"alloc","id":1,"size":-4,"stream":0}"#,
@@ -101,7 +111,7 @@ fn malformed_lines_name_the_line_and_the_reason() {
         (
             r#"{"op":"alloc","id":1,"size":18446744073709551616,"stream":0}"#,
             2,
-            "above the largest integer a trace holds (2^64 - 1)",
+            "above the largest integer, 2^64 - 1",
         ),
         (
             r#"{"op":"alloc","id":1,"size":1.5,"stream":0}"#,
