@@ -40,12 +40,31 @@ reset:
 );
 
 unsafe extern "C" {
-    fn reset() -> !;
+    fn reset();
 }
 
 /// A fault of any kind ends the run as a failure instead of hanging QEMU.
-extern "C" fn fault() -> ! {
+extern "C" fn fault() {
     crate::exit(false)
+}
+
+/// SysTick's exception: the interrupt scenario's timer tick. Its latency is
+/// how far the counter has run down since it wrapped (when the tick became
+/// due).
+extern "C" fn systick() {
+    // SAFETY: a word read of SysTick's current value register (see
+    // `start_counter`); reading has no side effect.
+    let current = unsafe { core::ptr::read_volatile(SYST_CVR) };
+    // SAFETY: as above, the reload register.
+    let reload = unsafe { core::ptr::read_volatile(SYST_RVR) };
+    // The tick became due as the counter reached 0; it reloads on the next
+    // count and runs down from there.
+    let elapsed = if current == 0 {
+        0
+    } else {
+        reload - current + 1
+    };
+    crate::interrupts::on_tick(elapsed);
 }
 
 /// The exception vectors after the initial stack pointer (which `link.x`
@@ -54,10 +73,80 @@ extern "C" fn fault() -> ! {
 #[unsafe(link_section = ".vector_table")]
 #[unsafe(no_mangle)]
 #[used]
-static VECTORS: [unsafe extern "C" fn() -> !; 15] = [
+static VECTORS: [unsafe extern "C" fn(); 15] = [
     reset, fault, fault, fault, fault, fault, fault, fault, fault, fault, fault, fault, fault,
-    fault, fault,
+    fault, systick,
 ];
+
+/// Masks interrupts (`cpsid i`) and returns the PRIMASK from before.
+pub fn mask_interrupts() -> usize {
+    let primask: u32;
+    // SAFETY: reads PRIMASK and sets it; the image runs privileged, where
+    // both are allowed. No memory is touched; the compiler must not move
+    // memory accesses across the mask (no `nomem`).
+    unsafe {
+        core::arch::asm!("mrs {0}, PRIMASK", "cpsid i", out(reg) primask, options(nostack, preserves_flags));
+    }
+    primask as usize
+}
+
+/// Enables interrupts (`cpsie i`; PRIMASK is clear from reset already).
+pub fn enable_interrupts() {
+    // SAFETY: clears PRIMASK (privileged); the only exception source the
+    // image enables is SysTick, served by `systick`.
+    unsafe {
+        core::arch::asm!("cpsie i", options(nostack, preserves_flags));
+    }
+}
+
+/// Whether a PRIMASK `mask_interrupts` returned had interrupts enabled.
+pub fn was_unmasked(saved: usize) -> bool {
+    saved & 1 == 0
+}
+
+/// Counter units from `from` (a `counter()` value read while the ticks run)
+/// to now: SysTick counts down from its reload, so the distance is taken
+/// modulo the reload period.
+pub fn counter_since(from: u32) -> u32 {
+    // SAFETY: a word read of SysTick's reload register; no side effect.
+    let reload = unsafe { core::ptr::read_volatile(SYST_RVR) };
+    let period = u64::from(reload) + 1;
+    // Back to the current-value register's readings (both below `period`).
+    let (was, is) = (COUNTER_MASK - u64::from(from), COUNTER_MASK - counter());
+    ((was + period - is) % period) as u32
+}
+
+/// Puts back the PRIMASK `mask_interrupts` returned.
+pub fn restore_interrupts(saved: usize) {
+    // SAFETY: writes PRIMASK (privileged, as above) with a value read from
+    // it; memory accesses stay on their side (no `nomem`).
+    unsafe {
+        core::arch::asm!("msr PRIMASK, {0}", in(reg) saved as u32, options(nostack, preserves_flags));
+    }
+}
+
+/// Starts SysTick's interrupt every `period` counter units (the processor
+/// clock, as `counter` counts).
+pub fn start_ticks(period: u32) {
+    // SAFETY: SysTick's registers (see `start_counter`); TICKINT set: the
+    // vector table's SysTick entry is `systick`, which returns.
+    unsafe {
+        core::ptr::write_volatile(SYST_CSR, 0);
+        core::ptr::write_volatile(SYST_RVR, period.clamp(1, COUNTER_MASK as u32) - 1);
+        core::ptr::write_volatile(SYST_CVR, 0);
+        core::ptr::write_volatile(SYST_CSR, 0b111);
+    }
+}
+
+/// Stops SysTick's interrupt (the counter keeps running from its largest
+/// reload, as `start_counter` left it).
+pub fn stop_ticks() {
+    // SAFETY: as `start_counter`: no TICKINT, so no more exceptions.
+    unsafe {
+        core::ptr::write_volatile(SYST_CSR, 0);
+    }
+    start_counter();
+}
 
 /// One semihosting call: operation `op`, parameter `arg`.
 pub fn semihost(op: usize, arg: usize) -> usize {

@@ -34,6 +34,7 @@ const CORE: &str = "RV32IMAC";
 #[path = "../../src/bump.rs"]
 mod bump;
 mod cost;
+mod interrupts;
 #[path = "../../src/scenario.rs"]
 mod scenario;
 
@@ -95,9 +96,10 @@ pub(crate) fn exit(ok: bool) -> ! {
     }
 }
 
-/// Runs the scenario, then counts what launches cost (`cost.rs`), and
-/// exits QEMU with the verdict: the scenario passed, the launches ran and
-/// none of the counted ones allocated.
+/// Runs the scenario, then counts what launches cost (`cost.rs`), then
+/// shares a device with a timer interrupt (`interrupts.rs`), and exits
+/// QEMU with the verdict: the scenario passed, the launches ran, none of
+/// the counted ones allocated, and the interrupt scenario passed.
 #[unsafe(no_mangle)]
 extern "C" fn firmware_main() -> ! {
     let got = scenario::run();
@@ -122,7 +124,33 @@ extern "C" fn firmware_main() -> ! {
             "launch cost on {CORE}: FAILED (a launch or the set-up failed)\n"
         )),
     }
-    exit(ok && costs.is_some_and(|c| c.allocated == 0))
+    let irq = interrupts::run(costs.as_ref().map_or(1000, |c| c.units_per_1000));
+    match &irq {
+        Some(r) => {
+            print(format_args!(
+                "interrupts on {CORE} (MaskedLock): {}; {} ticks ({} in the waits), {} launches from the handler, \
+                 {} from thread mode\n",
+                if r.ok { "ok" } else { "FAILED" },
+                r.ticks,
+                r.spanned,
+                r.irq_launches,
+                r.main_launches,
+            ));
+            print(format_args!(
+                "  instructions: interrupt latency worst {} (best {}), longest mask {} \
+                 (setting up: {}), beside {}-instruction synchronizations\n",
+                r.worst,
+                r.best,
+                r.longest_mask,
+                r.setup_mask,
+                interrupts::WAIT,
+            ));
+        }
+        None => print(format_args!(
+            "interrupts on {CORE}: FAILED (the device could not be set up)\n"
+        )),
+    }
+    exit(ok && costs.is_some_and(|c| c.allocated == 0) && irq.is_some_and(|r| r.ok))
 }
 
 #[panic_handler]
