@@ -361,9 +361,12 @@ impl ReleaseQueue {
 
     /// Whether no buffer id is queued (the mailbox included).
     pub(crate) fn no_buffers(&self) -> bool {
+        if self.mailbox.load(Ordering::Acquire) != 0 {
+            return false;
+        }
         let mut empty = false;
         self.locked(|q| empty = q.buffers.is_empty());
-        self.mailbox.load(Ordering::Acquire) == 0 && empty
+        empty
     }
 }
 
