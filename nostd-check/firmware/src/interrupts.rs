@@ -269,9 +269,9 @@ pub fn run(units_per_1000: u64) -> Option<Report> {
         best: AtomicU32::new(u32::MAX),
     }));
     SHARED.store((shared as *const Shared).cast_mut(), Ordering::Release);
-    // Masks measured from here on are modulo the tick period: the one
-    // measured while setting up (the counter at its largest reload) is
-    // kept apart.
+    // On the Cortex-M4F, masks measured from here on are modulo the tick
+    // period (SysTick is the tick): the one measured while setting up (the
+    // counter at its largest reload) is kept apart.
     let setup_mask = to_instructions(LONGEST_MASK.swap(0, Ordering::Relaxed));
     arch::start_ticks((u64::from(PERIOD) * per / 1000).max(1) as u32);
     let (mut main_launches, mut main_failed) = (0u32, 0u32);
