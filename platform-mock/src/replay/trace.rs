@@ -345,7 +345,9 @@ impl Trace {
             };
             if !header_seen {
                 header_seen = true;
-                trace.header = parse_header(text)?;
+                // A byte-order mark, as some editors write one, is not JSON
+                // but says nothing wrong about the trace: skipped.
+                trace.header = parse_header(text.strip_prefix('\u{feff}').unwrap_or(text))?;
                 continue;
             }
             if text.is_empty() {

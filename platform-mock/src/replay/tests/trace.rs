@@ -379,3 +379,17 @@ fn header_figures_of_the_wrong_type_are_refused() {
     assert_eq!(t.header.events, None);
     assert_eq!(t.header.workload, "w");
 }
+
+/// A byte-order mark before the header (as some editors save UTF-8) is
+/// skipped: the trace loads as it would without it. Elsewhere it is what
+/// it is, a character that is not JSON.
+#[test]
+fn a_byte_order_mark_before_the_header_is_skipped() {
+    let text = lines(&[r#"{"op":"alloc","id":1,"size":64,"stream":0}"#]);
+    let plain = parse(&text).unwrap();
+    let marked = parse(&std::format!("\u{feff}{text}")).unwrap();
+    assert_eq!(marked.events, plain.events);
+    assert_eq!(marked.header, plain.header);
+    let inside = std::format!("{text}\u{feff}{{\"op\":\"free\",\"id\":1}}\n");
+    assert!(parse(&inside).is_err());
+}
