@@ -369,3 +369,61 @@ fn the_masked_lock_masks_a_drop_that_takes_the_release_queue() {
     d.sync_all().unwrap();
     assert_eq!(d.census().buffers, 0, "both releases were processed");
 }
+
+/// On the critical-section lock the device keeps its lock through a
+/// launch's driver call (no hand over hand): launches on the common path
+/// go through, a refused one is booked as failed under the lock it still
+/// holds (taking it again would deadlock), and interrupts are unmasked
+/// after every call.
+#[test]
+fn the_masked_lock_launches_and_books_a_refusal_without_hand_over_hand() {
+    // On a thread of its own: a deadlock fails the test instead of hanging it.
+    within(20, || {
+        use streamcore::device::MaskedLock;
+        use streamcore_mock::fault::{Effect, FaultInjector, FaultPlan, Rule, Site, Trigger};
+        let mock = MockPlatform::with_config(MockConfig::default().seed(13)).unwrap();
+        kernels::register_mock(&mock);
+        let faults = FaultInjector::new(mock, FaultPlan::new());
+        let d =
+            Device::<_, MaskedLock<ThreadMask>>::with_lock(faults, DeviceConfig::with_streams(1))
+                .unwrap();
+        let scale = d.load_kernel(&kernels::SCALE).unwrap();
+        let n = 32usize;
+        let x = d.upload(S0, &bytes(&vec![2; n])).unwrap();
+        let y = d.alloc(S0, 4 * n as u64).unwrap();
+        for _ in 0..4 {
+            let r = d.launch(S0, scale, dims(n), &[x.read(), y.write()], &[n as u64, 3]);
+            assert_eq!(r.unwrap(), Launched::Queued);
+            assert!(
+                !MASKED.with(std::cell::Cell::get),
+                "unmasked after a launch"
+            );
+        }
+        d.with_platform(|p| {
+            p.add_rule(Rule {
+                site: Site::Launch,
+                trigger: Trigger::Nth(1),
+                effect: Effect::Fail(streamcore::platform::ErrorKind::Other),
+            })
+        });
+        let r = d.launch(S0, scale, dims(n), &[x.read(), y.write()], &[n as u64, 5]);
+        assert!(
+            matches!(r, Err(Error::Failed { op: "launch", .. })),
+            "{r:?}"
+        );
+        assert!(
+            !MASKED.with(std::cell::Cell::get),
+            "unmasked after a refusal"
+        );
+        assert!(
+            matches!(d.read(S0, &y), Err(Error::Tainted(_))),
+            "the refused launch's output is claimed"
+        );
+        let r = d.launch(S0, scale, dims(n), &[x.read(), y.write()], &[n as u64, 3]);
+        assert_eq!(r.unwrap(), Launched::Queued, "a rewrite clears the claim");
+        assert_eq!(words(&d.read(S0, &y).unwrap()), vec![6; n]);
+        drop((x, y));
+        d.sync_all().unwrap();
+        assert_eq!(d.census().buffers, 0);
+    });
+}
