@@ -147,6 +147,24 @@ fn in_critical(critical: Critical, f: impl FnOnce()) {
 /// Closed queues every handle came back to, for the next devices.
 static IDLE_QUEUES: spin::Mutex<Vec<&'static ReleaseQueue>> = spin::Mutex::new(Vec::new());
 
+/// Queues retired while another context held the pool (kept out of it).
+static UNPOOLED: AtomicUsize = AtomicUsize::new(0);
+
+/// Release queues that could not go back to the idle pool because another
+/// context held it at that moment (an interrupt handler that preempted a
+/// thread inside the pool): each keeps its few allocations unused. Zero
+/// unless devices are created or dropped in interrupt handlers.
+#[cfg(test)]
+pub(crate) fn unpooled_queues() -> usize {
+    UNPOOLED.load(Ordering::Relaxed)
+}
+
+/// The idle pool's lock, held by a test to play the preempted context.
+#[cfg(test)]
+pub(crate) fn hold_idle_pool() -> spin::MutexGuard<'static, Vec<&'static ReleaseQueue>> {
+    IDLE_QUEUES.lock()
+}
+
 impl ReleaseQueue {
     /// A queue serving device `device` (a non-zero id no other device ever
     /// has), whose lock family's critical section is `critical`: an idle
@@ -154,7 +172,13 @@ impl ReleaseQueue {
     pub(crate) fn open(device: u64, critical: Critical) -> &'static Self {
         let mut idle = None;
         in_critical(critical, || {
-            let mut queues = IDLE_QUEUES.lock();
+            // Never waited for: the pool is shared by every lock family, and
+            // a family that masks nothing may hold it in a context an
+            // interrupt handler preempted. Busy: a new queue, as when the
+            // pool is empty.
+            let Some(mut queues) = IDLE_QUEUES.try_lock() else {
+                return;
+            };
             let same = queues
                 .iter()
                 .rposition(|q| core::ptr::fn_addr_eq(q.critical, critical));
@@ -188,8 +212,17 @@ impl ReleaseQueue {
     }
 
     /// Gives the queue, closed and with every handle back, to the idle pool.
+    /// The pool is never waited for (see `open`): when another context
+    /// holds it, the queue is not pooled — its allocations stay with it,
+    /// unused, the one thing a preempted pool costs (counted in
+    /// `UNPOOLED`).
     fn retire(&'static self) {
-        in_critical(self.critical, || IDLE_QUEUES.lock().push(self));
+        in_critical(self.critical, || match IDLE_QUEUES.try_lock() {
+            Some(mut queues) => queues.push(self),
+            None => {
+                UNPOOLED.fetch_add(1, Ordering::Relaxed);
+            }
+        });
     }
 
     /// A handle allocation of this queue, for a new slot index of its

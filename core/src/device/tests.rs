@@ -273,3 +273,29 @@ fn a_failed_release_leaves_no_allocation_out_at_close() {
     drop(keep);
     assert_eq!(q.state().1, 0, "back in the pool");
 }
+
+/// The idle pool of release queues is shared by every lock family, so a
+/// context that preempted its holder (an interrupt handler making or
+/// dropping a device) must not wait for it: making a device takes a new
+/// queue, dropping one leaves its queue out of the pool.
+#[test]
+fn a_held_idle_pool_is_never_waited_for() {
+    use std::sync::mpsc;
+    let pool = super::handle::hold_idle_pool();
+    let before = super::handle::unpooled_queues();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let d = Device::new(Null, DeviceConfig::with_streams(1)).unwrap();
+        let b = d.alloc(StreamId(0), 64).unwrap();
+        drop(b);
+        drop(d);
+        let _ = tx.send(());
+    });
+    let done = rx.recv_timeout(std::time::Duration::from_secs(20));
+    drop(pool);
+    assert!(
+        done.is_ok(),
+        "a device made and dropped waited for the pool"
+    );
+    assert!(super::handle::unpooled_queues() > before);
+}

@@ -15,9 +15,9 @@
 //!
 //! The device never holds its lock across a call that blocks (rule 8), so
 //! interrupts stay masked for one piece of bookkeeping at a time, never for
-//! a wait on the GPU: the firmware image measures the worst interrupt
-//! latency this lock causes while the thread it interrupts waits on the
-//! device (BENCHMARKS.md section 5).
+//! a wait on the GPU: the firmware images run a timer interrupt that calls
+//! the device while thread mode waits on it, and count the ticks kept and
+//! time the masks (BENCHMARKS.md section 5).
 
 use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
