@@ -95,6 +95,11 @@ pub const RECORDED_NOTE: [&str; 2] = [
     "not a replay of these events: PyTorch held some frees longer there.",
 ];
 
+/// A ratio to four decimals, or "-" where it has no value.
+fn ratio(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("{x:.4}"))
+}
+
 /// The table of one trace: this replay beside the recorded run's figures.
 pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
     let r = &o.report;
@@ -135,8 +140,8 @@ pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
     row(
         out,
         "reserved / live",
-        r.live_ratio().map_or("-".into(), |x| format!("{x:.4}")),
-        Some(h.recorder_ratio().map_or("-".into(), |x| format!("{x:.4}"))),
+        ratio(r.live_ratio()),
+        Some(ratio(h.recorder_ratio())),
     )?;
     row(
         out,
@@ -194,10 +199,8 @@ pub fn overview(out: &mut impl Write, all: &[Outcome]) -> io::Result<()> {
             o.streams,
             HumanBytes(r.peak_reserved).to_string(),
             HumanBytes(r.peak_live).to_string(),
-            r.live_ratio().map_or("-".into(), |x| format!("{x:.4}")),
-            o.header
-                .recorder_ratio()
-                .map_or("-".into(), |x| format!("{x:.4}")),
+            ratio(r.live_ratio()),
+            ratio(o.header.recorder_ratio()),
             thousands(r.storage.allocs),
             r.ns_per_op()
         )?;

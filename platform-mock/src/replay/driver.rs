@@ -84,11 +84,7 @@ impl ReplayReport {
     /// Peak reserved / peak live; 0 when nothing was ever live (reports
     /// should print [`live_ratio`](Self::live_ratio)'s `None` as no value).
     pub fn ratio(&self) -> f64 {
-        if self.peak_live == 0 {
-            0.0
-        } else {
-            self.peak_reserved as f64 / self.peak_live as f64
-        }
+        self.live_ratio().unwrap_or(0.0)
     }
 
     /// The storages' estimated driver time, in milliseconds.

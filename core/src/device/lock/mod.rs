@@ -15,7 +15,9 @@
 //! Whatever the lock, the device never holds it across a call that blocks
 //! (a host synchronization, a kernel compile, an out-of-memory wait), and it
 //! holds a stream's lock without the device lock only around one driver
-//! submission, so even a spin lock spins for microseconds at most.
+//! submission (and only where the family allows it,
+//! [`RawLock::HAND_OVER_HAND`]), so even a spin lock spins for microseconds
+//! at most.
 
 use core::ops::DerefMut;
 
