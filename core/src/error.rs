@@ -84,6 +84,16 @@ impl<E> Error<E> {
     pub fn platform(op: &'static str, source: E) -> Self {
         Error::Platform { op, source }
     }
+
+    /// The same error, a refusal during a capture naming `op`, the call the
+    /// user made, instead of the step inside it that was refused (a
+    /// `sync_all` refused at one stream's sync says `sync_all`).
+    pub(crate) fn in_call(self, op: &'static str) -> Self {
+        match self {
+            Error::NotWhileCapturing { .. } => Error::NotWhileCapturing { op },
+            e => e,
+        }
+    }
 }
 
 impl<E> From<CaptureError> for Error<E> {

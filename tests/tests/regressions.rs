@@ -144,17 +144,29 @@ fn a_window_refused_for_a_platform_error_claims_its_outputs() {
     match d.read(S0, &y) {
         Err(Error::Tainted(r)) => {
             assert_eq!(r.failure, failure);
-            assert!(r.root.contains("the capture on stream 0"), "{r}");
+            assert!(r.root.contains("capture window on stream 0"), "{r}");
         }
         other => panic!("read of a refused window's output: {other:?}"),
     }
-    // `z` was not written inside the window (its write failed before it
-    // was queued): it keeps its bytes and no claim.
-    assert_eq!(d.failure_of(&z), None);
-    assert_eq!(words(&d.read(S0, &z).unwrap()), vec![9; n]);
-    // Rewriting clears the claim.
+    // `z`'s write failed before it was queued: the bytes it would have
+    // written are claimed by a failure of their own, naming the copy, so
+    // a read reports it instead of the 9s from before.
+    let fz = d
+        .failure_of(&z)
+        .expect("the refused write's bytes are claimed");
+    assert_ne!(fz, failure);
+    match d.read(S0, &z) {
+        Err(Error::Tainted(r)) => {
+            assert_eq!(r.failure, fz);
+            assert!(r.root.contains("copy from host to device"), "{r}");
+        }
+        other => panic!("read of a refused write's bytes: {other:?}"),
+    }
+    // Rewriting clears the claims.
     assert_eq!(run(&d).unwrap(), Launched::Queued);
     assert_eq!(words(&d.read(S0, &y).unwrap()), vec![5; n]);
+    d.write(S0, &z, &bytes(&vec![7; n])).unwrap();
+    assert_eq!(words(&d.read(S0, &z).unwrap()), vec![7; n]);
     drop((x, y, z));
     d.sync_all().unwrap();
     assert_eq!(d.census().failures, 0);

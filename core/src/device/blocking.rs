@@ -63,7 +63,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     /// waiting: see [`retry_after_sync`](Self::retry_after_sync).
     #[cold]
     fn alloc_after_sync(&self, stream: StreamId, size: u64) -> Result<Buffer, Error<P::Error>> {
-        self.retry_after_sync(stream, |inner, env, may_sync| {
+        self.retry_after_sync(stream, "alloc", |inner, env, may_sync| {
             inner.alloc(env, stream, size, may_sync)
         })
     }
@@ -73,6 +73,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     pub(crate) fn allocate(
         &self,
         stream: StreamId,
+        op: &'static str,
         mut attempt: impl FnMut(&mut Inner<P>, &Env<P, L>, bool) -> Res<Alloc, P>,
     ) -> Result<Buffer, Error<P::Error>> {
         {
@@ -81,19 +82,21 @@ impl<P: Platform, L: RawLock> Device<P, L> {
                 return Ok(b);
             }
         }
-        self.retry_after_sync(stream, attempt)
+        self.retry_after_sync(stream, op, attempt)
     }
 
     /// The second attempt of an allocation that ran out of memory: syncs
     /// `stream` without the lock, gives back the idle pages of every stream
     /// (best effort: an error there leaves the attempt to say what is
-    /// wrong), and tries once more, not asking to sync again.
+    /// wrong), and tries once more, not asking to sync again. A refused
+    /// sync names `op`, the caller's operation.
     fn retry_after_sync(
         &self,
         stream: StreamId,
+        op: &'static str,
         mut attempt: impl FnMut(&mut Inner<P>, &Env<P, L>, bool) -> Res<Alloc, P>,
     ) -> Result<Buffer, Error<P::Error>> {
-        self.host_sync(stream)?;
+        self.host_sync(stream).map_err(|e| e.in_call(op))?;
         let (mut inner, env) = self.parts();
         let _ = inner.release_idle_everywhere(env);
         match attempt(&mut inner, env, false)? {
@@ -140,7 +143,8 @@ impl<P: Platform, L: RawLock> Device<P, L> {
             let streams = self.shared.state.lock().sync.streams();
             for s in 0..streams {
                 // At most MAX_STREAMS: fits a StreamId.
-                self.host_sync(StreamId(s as u16))?;
+                self.host_sync(StreamId(s as u16))
+                    .map_err(|e| e.in_call("sync_all"))?;
             }
             let (mut inner, env) = self.parts();
             inner.process_releases(env);
@@ -195,21 +199,28 @@ impl<P: Platform, L: RawLock> Device<P, L> {
             inner.begin_check(env, stream)?
         };
         if settle {
-            self.host_sync(stream)?;
+            self.host_sync(stream)
+                .map_err(|e| e.in_call("begin_capture"))?;
         }
         let (mut inner, env) = self.parts();
         inner.begin_capture(env, stream)
     }
 
     /// Swaps the pool layout of every stream and of streams created
-    /// afterwards. Refuses, changing nothing, while a capture window is open
-    /// or the caller holds live buffers (the error gives their bytes).
+    /// afterwards. Refuses, changing nothing, a layout whose pages exceed
+    /// the device's memory (`LayoutError::PageLargerThanDevice`), and
+    /// while a capture window is open or the caller holds live buffers
+    /// (the error gives their bytes).
     /// Otherwise cached info buffers no graph pins are released (waiting for
     /// their fences without the device lock), and the swap is refused only
     /// if memory is still held by live graphs or by buffers other threads
     /// allocated meanwhile (the error gives the bytes); the layout is then
     /// unchanged everywhere.
     pub fn install_pools(&self, layout: MemoryLayout) -> Result<(), Error<P::Error>> {
+        // A page larger than the device is refused before anything moves.
+        layout
+            .fits(self.shared.env.platform.properties().total_memory)
+            .map_err(|e| Error::Memory(MemoryError::Layout(e)))?;
         {
             let (mut inner, env) = self.parts();
             inner.process_releases(env);
@@ -234,7 +245,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
         // Work other threads keep queuing is refused below by its bytes.
         match self.sync_all() {
             Ok(()) | Err(Error::NotSettled { .. }) => {}
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.in_call("install_pools")),
         }
         let (mut inner, _) = self.parts();
         install_check(&inner)?;

@@ -31,6 +31,26 @@ impl<P: Platform> Inner<P> {
         self.doom(sid, crate::stream::DoomReason::Platform { op, kind });
     }
 
+    /// Work whose arguments were accepted was refused before it was queued
+    /// (its info words, its staging, its cross-stream wait): what it would
+    /// have written (the writes among `scratch_ops`) is claimed by a new
+    /// failure of `op` whose message is the refusal, as a refusal of the
+    /// work's own platform call claims it. A later read of those bytes then
+    /// reports the refusal instead of returning bytes the work never
+    /// replaced, and work reading them is skipped until they are rewritten.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn claim_refused(&mut self, op: crate::failure::Operation, e: &Error<P::Error>) {
+        if !self.scratch_ops.iter().any(|o| o.access.writes()) {
+            return;
+        }
+        let message = alloc::format!("{e}");
+        let _ = self
+            .taint
+            .failed(crate::failure::Cause::new(op, message), &self.scratch_ops);
+        self.stats.failures += 1;
+    }
+
     /// Dooms `sid`'s open capture window, if any.
     pub(crate) fn doom(&mut self, sid: StreamId, reason: crate::stream::DoomReason) {
         if let Some(st) = self.streams.get_mut(sid) {

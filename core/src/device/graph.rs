@@ -9,7 +9,7 @@ use super::launch::taint_region;
 use super::lock::RawLock;
 use super::state::{Deferred, Env, GraphState, Inner, Res, WindowUse};
 use crate::error::Error;
-use crate::failure::{Cause, Decision, KernelName, Operand, Operation};
+use crate::failure::{Cause, Decision, Operand, Operation};
 use crate::info_cache::{CacheMode, GraphId as CacheGraphId};
 use crate::platform::{Access, Capabilities, GraphCapture, GraphOf, Platform};
 use crate::stream::{CaptureError, DoomReason, StreamId};
@@ -182,7 +182,6 @@ impl<P: Platform> Inner<P> {
                     GraphState {
                         graph: Some(g),
                         stream: sid,
-                        name: KernelName::new(&alloc::format!("graph #{}", gid.0)),
                         uses,
                         operands,
                         pinned,
@@ -286,7 +285,7 @@ impl<P: Platform> Inner<P> {
         if self.scratch_ops.is_empty() {
             return Ok(());
         }
-        let op = Operation::Launch(KernelName::new(&alloc::format!("the capture on {sid}")));
+        let op = Operation::Capture(sid);
         if let Some(DoomReason::Failure(raw)) = reason {
             let f = crate::failure::FailureId::from_raw(raw);
             if let Some(node) = self.taint.get(f) {
@@ -367,7 +366,7 @@ impl<P: Platform> Inner<P> {
         {
             return Err(Error::NotWhileCapturing { op: "replay" });
         }
-        let op = Operation::Launch(gs.name.clone());
+        let op = Operation::Replay { graph: gid.0 };
         if let Decision::Skipped(f) = self.taint.begin(&op, &gs.operands) {
             self.stats.skipped += 1;
             return Ok(super::Launched::Skipped(f));
@@ -381,7 +380,15 @@ impl<P: Platform> Inner<P> {
             };
             self.push_marks(id, access)?;
         }
-        self.wait_for_marks(env, sid)?;
+        if let Err(e) = self.wait_for_marks(env, sid) {
+            // Refused before it was queued: its outputs are claimed.
+            self.scratch_ops.clear();
+            if let Some(gs) = self.graphs.get(&gid) {
+                self.scratch_ops.extend_from_slice(&gs.operands);
+            }
+            self.claim_refused(op, &e);
+            return Err(e);
+        }
         let gs = self
             .graphs
             .get(&gid)

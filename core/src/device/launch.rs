@@ -180,7 +180,9 @@ impl<P: Platform> Inner<P> {
                             info_range = Some(range);
                         }
                         None => {
-                            let (range, uncached) = self.info_off_path(env, sid, info, true)?;
+                            let (range, uncached) = self
+                                .info_off_path(env, sid, info, true)
+                                .map_err(|e| self.launch_refused(kernel, args, e))?;
                             info_range = Some(range);
                             uncached_info = uncached;
                         }
@@ -281,7 +283,9 @@ impl<P: Platform> Inner<P> {
             self.stats.info_hits += 1;
         }
         if !booked && !info.is_empty() {
-            let (range, uncached) = self.info_off_path(env, sid, info, false)?;
+            let (range, uncached) = self
+                .info_off_path(env, sid, info, false)
+                .map_err(|e| self.launch_refused(kernel, args, e))?;
             info_range = Some(range);
             uncached_info = uncached;
         }
@@ -299,7 +303,8 @@ impl<P: Platform> Inner<P> {
             let mut lane = env.lane(sid)?;
             if let Err(e) = self.wait_for_marks_on(env, sid, &mut lane) {
                 drop(lane);
-                return Err(self.wait_failed(env, sid, e, uncached_info, info_bytes));
+                let e = self.wait_failed(env, sid, e, uncached_info, info_bytes);
+                return Err(self.launch_refused(kernel, args, e));
             }
             held = Some(lane);
         }
@@ -419,6 +424,25 @@ impl<P: Platform> Inner<P> {
         self.doom_platform(sid, "wait", &e);
         if let Some(h) = uncached_info {
             self.defer(env, sid, Deferred::Device(h), info_bytes);
+        }
+        e
+    }
+
+    /// A launch refused before it was queued (its info words or its wait):
+    /// its outputs are claimed ([`Inner::claim_refused`]); returns `e`.
+    #[cold]
+    #[inline(never)]
+    fn launch_refused(
+        &mut self,
+        kernel: KernelId,
+        args: &[Arg<'_>],
+        e: Error<P::Error>,
+    ) -> Error<P::Error> {
+        if self.operands(args).is_ok() {
+            if let Ok(k) = self.kernel(kernel) {
+                let op = Operation::Launch(k.name.clone());
+                self.claim_refused(op, &e);
+            }
         }
         e
     }

@@ -119,7 +119,11 @@ impl<P: Platform> Device<P> {
     /// A device over `platform`, on the [`DefaultLock`]. Streams are created
     /// on first use; the tables indexed by stream grow with the streams in
     /// use. Fails with [`Error::Config`] for no streams or more than
-    /// [`MAX_STREAMS`].
+    /// [`MAX_STREAMS`], and with [`LayoutError::PageLargerThanDevice`]
+    /// (in [`Error::Memory`]) for a configured layout whose pages exceed
+    /// the device's memory.
+    ///
+    /// [`LayoutError::PageLargerThanDevice`]: crate::memory::LayoutError::PageLargerThanDevice
     pub fn new(platform: P, config: DeviceConfig) -> Result<Self, Error<P::Error>> {
         Self::with_lock(platform, config)
     }
@@ -140,7 +144,13 @@ impl<P: Platform, L: RawLock> Device<P, L> {
                 .map_err(|e| Error::Memory(crate::memory::MemoryError::Layout(e)))
         };
         let layout = match &config.layout {
-            Some(l) => l.clone(),
+            // A page larger than the device would make every reserve of
+            // its pool a false out of memory: refused here.
+            Some(l) => {
+                l.fits(props.total_memory)
+                    .map_err(|e| Error::Memory(crate::memory::MemoryError::Layout(e)))?;
+                l.clone()
+            }
             None => from_props()?,
         };
         let staging = match (&config.staging_layout, &config.layout) {
@@ -239,19 +249,25 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     /// read of it reports the reservation failure). A zero-byte request
     /// always fails its reservation that way.
     pub fn empty(&self, stream: StreamId, size: u64) -> Result<Buffer, Error<P::Error>> {
-        self.allocate(stream, |inner, env, may_sync| {
+        self.allocate(stream, "empty", |inner, env, may_sync| {
             inner.empty(env, stream, size, may_sync)
         })
     }
 
     /// A new buffer holding `data`, uploaded on `stream`.
     pub fn upload(&self, stream: StreamId, data: &[u8]) -> Result<Buffer, Error<P::Error>> {
-        let b = self.alloc(stream, data.len() as u64)?;
+        let size = data.len() as u64;
+        let b = self.allocate(stream, "upload", |inner, env, may_sync| {
+            inner.alloc(env, stream, size, may_sync)
+        })?;
         self.write(stream, &b, data)?;
         Ok(b)
     }
 
     /// Queues a copy of `data` (exactly the buffer's size) into `buffer`.
+    /// A write refused once its arguments passed (its staging, its wait,
+    /// the copy itself) leaves `buffer` claimed by a failure naming the
+    /// refusal, so no read returns the bytes from before as if written.
     pub fn write(
         &self,
         stream: StreamId,
@@ -268,6 +284,13 @@ impl<P: Platform, L: RawLock> Device<P, L> {
     /// On the common path (no failure claims anything, the stream is not
     /// recording a capture, the info words are cached) the driver call is
     /// made with only `stream`'s lane locked, not the device lock.
+    ///
+    /// A launch whose inputs are claimed is skipped
+    /// ([`Launched::Skipped`]) and its outputs inherit the claim. One
+    /// refused once its arguments passed (its info words, its wait, the
+    /// driver call) claims its outputs with a new failure; the error is
+    /// the refusal's. Bad arguments (a stale buffer, a binding count that
+    /// differs from the kernel's) are refused claiming nothing.
     pub fn launch(
         &self,
         stream: StreamId,

@@ -192,7 +192,6 @@ impl<P: Platform> StreamState<P> {
 pub(crate) struct GraphState<P: Platform> {
     pub(crate) graph: Option<crate::platform::GraphOf<P>>,
     pub(crate) stream: StreamId,
-    pub(crate) name: KernelName,
     /// Every buffer the capture used, with the graph's net access.
     pub(crate) uses: Vec<WindowUse>,
     pub(crate) operands: Vec<Operand>,

@@ -206,6 +206,23 @@ impl<P: Platform> Inner<P> {
         Ok(buffer)
     }
 
+    /// A write refused before its copy was queued (at `step`): an open
+    /// window on `sid` is doomed (it would miss the write) and the bytes
+    /// the write would have replaced (`scratch_ops`) are claimed
+    /// ([`Inner::claim_refused`]). Returns `e`.
+    #[cold]
+    #[inline(never)]
+    fn write_refused(
+        &mut self,
+        sid: StreamId,
+        step: &'static str,
+        e: Error<P::Error>,
+    ) -> Error<P::Error> {
+        self.doom_platform(sid, step, &e);
+        self.claim_refused(Operation::CopyToDevice, &e);
+        e
+    }
+
     /// Queues a copy of `data` into `buffer` on `sid`, staged through the
     /// pinned host pool (the staging bytes live until the copy's fence).
     pub(crate) fn write<L: RawLock>(
@@ -238,39 +255,34 @@ impl<P: Platform> Inner<P> {
         };
         self.stream(env, sid)?;
         let bytes = data.len() as u64;
+        self.scratch_ops.clear();
+        self.scratch_ops.push(Operand {
+            region,
+            access: Access::Write,
+        });
         // From here on a failure leaves the write undone: an open window on
-        // `sid` would miss it, so it is doomed.
+        // `sid` would miss it, so it is doomed, and the bytes the write
+        // would have replaced are claimed.
         let (h, hr) = match self.host.reserve(bytes) {
             Ok(r) => r,
-            Err(e) => {
-                let e = host_err::<P>(e);
-                self.doom_platform(sid, "write", &e);
-                return Err(e);
-            }
+            Err(e) => return Err(self.write_refused(sid, "write", host_err::<P>(e))),
         };
         if let Err(e) = self.host.storage_mut().write(hr.page, hr.offset, data) {
             let _ = self.host.free(h);
             let e = Error::platform("host_write", e);
-            self.doom_platform(sid, "write", &e);
-            return Err(e);
+            return Err(self.write_refused(sid, "write", e));
         }
         self.scratch_marks.clear();
         self.push_marks(id, Access::Write)?;
         if let Err(e) = self.wait_for_marks(env, sid) {
             let _ = self.host.free(h);
-            self.doom_platform(sid, "wait", &e);
-            return Err(e);
+            return Err(self.write_refused(sid, "wait", e));
         }
         let src = HostRange {
             page: hr.page,
             offset: hr.offset,
             len: bytes,
         };
-        self.scratch_ops.clear();
-        self.scratch_ops.push(Operand {
-            region,
-            access: Access::Write,
-        });
         let recording = self
             .streams
             .get(sid)

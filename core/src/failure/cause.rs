@@ -3,6 +3,8 @@
 use alloc::sync::Arc;
 use core::fmt;
 
+use crate::stream::StreamId;
+
 /// A kernel's name, shared cheaply: cloning it bumps a refcount and never
 /// allocates. Build it once when the kernel is loaded.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -50,6 +52,14 @@ pub enum Operation {
         /// The bytes that were requested.
         bytes: u64,
     },
+    /// A replay of a captured graph (what its launches write).
+    Replay {
+        /// The graph's number (`GraphId`'s).
+        graph: u64,
+    },
+    /// A capture window the driver refused: what its launches would have
+    /// written.
+    Capture(StreamId),
 }
 
 impl fmt::Display for Operation {
@@ -60,6 +70,8 @@ impl fmt::Display for Operation {
             Operation::CopyToHost => f.write_str("copy from device to host"),
             Operation::CopyDevice => f.write_str("device-to-device copy"),
             Operation::Reserve { bytes } => write!(f, "reservation of {bytes} bytes"),
+            Operation::Replay { graph } => write!(f, "replay of graph #{graph}"),
+            Operation::Capture(s) => write!(f, "capture window on {s}"),
         }
     }
 }

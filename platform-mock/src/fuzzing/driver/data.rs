@@ -6,7 +6,7 @@ use std::vec::Vec;
 
 use streamcore::error::Error;
 use streamcore::memory::MemoryError;
-use streamcore::platform::ErrorKind;
+use streamcore::platform::{Access, ErrorKind};
 use streamcore::stream::Phase;
 
 use super::{Driver, Outcome, capture_kind, pattern, platform_kind, storage_refused_in_capture};
@@ -167,6 +167,7 @@ impl Driver {
                 if !ok {
                     return Err(format!("a legal write failed: {e}"));
                 }
+                self.claim_refused(&[(b, Access::Write)])?;
                 self.doom(s, Doom::Platform);
                 if recording {
                     self.model.streams[s].missing_work = true;

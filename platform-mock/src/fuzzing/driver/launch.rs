@@ -136,6 +136,7 @@ impl Driver {
                 if !ok {
                     return Err(format!("a legal launch failed: {e}"));
                 }
+                self.claim_refused(&margs)?;
                 if alloc_in_capture {
                     self.doom(s, Doom::Allocation);
                 } else {

@@ -20,7 +20,7 @@ use std::vec::Vec;
 use streamcore::device::{Buffer, Device, DeviceConfig, Graph, KernelId};
 use streamcore::error::Error;
 use streamcore::memory::{MemoryError, OomCause};
-use streamcore::platform::{ErrorKind, PlatformError};
+use streamcore::platform::{Access, ErrorKind, PlatformError};
 use streamcore::stream::{Phase, StreamId};
 
 use super::kernels;
@@ -414,6 +414,40 @@ impl Driver {
                 st.invalidated = true;
             }
         }
+    }
+
+    /// Work refused before it was queued (its staging, its info words, its
+    /// wait) claims what it would have written: one new failure over every
+    /// output in `outputs`, none of the model's claims before. Books it in
+    /// the model and returns it.
+    pub(crate) fn claim_refused(
+        &mut self,
+        outputs: &[(BufId, Access)],
+    ) -> Result<streamcore::failure::FailureId, String> {
+        let mut claim = None;
+        for (b, access) in outputs {
+            if !access.writes() || self.model.buf(*b).unplaced {
+                continue;
+            }
+            let h = self.handle_of(*b).ok_or("no handle of a live buffer")?;
+            let Some(f) = self.device.failure_of(h) else {
+                return Err(format!(
+                    "work refused before it was queued left its output {b:?} unclaimed: a read would return bytes it never replaced"
+                ));
+            };
+            if claim.is_some_and(|c| c != f) {
+                return Err("one refusal claims its outputs with two failures".into());
+            }
+            claim = Some(f);
+        }
+        let f = claim.ok_or("a refused work item with no output")?;
+        if self.model.live_bufs().any(|(_, m)| m.claim == Some(f)) {
+            return Err(format!(
+                "a refusal's outputs are claimed by {f}, an earlier failure: the refusal needs one of its own"
+            ));
+        }
+        self.model.claim_outputs(outputs, f);
+        Ok(f)
     }
 
     pub(crate) fn doom(&mut self, s: usize, d: Doom) {
