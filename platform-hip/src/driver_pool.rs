@@ -55,6 +55,7 @@ impl HipPlatform {
     /// `hipMallocAsync` of `size` bytes on `stream`, from the device's
     /// default pool. Out of memory is an error of kind `OutOfMemory`.
     pub fn pool_alloc(&self, stream: &mut HipStream, size: u64) -> Result<PoolBlock, HipError> {
+        crate::runtime::require("hipMallocAsync", |e| e.pool)?;
         let bytes = usize::try_from(size.max(1))
             .map_err(|_| HipError::invalid("hipMallocAsync", "size exceeds the address space"))?;
         let mut raw: *mut c_void = ptr::null_mut();
@@ -77,6 +78,9 @@ impl HipPlatform {
         stream: &mut HipStream,
         block: PoolBlock,
     ) -> Result<(), (PoolBlock, HipError)> {
+        if let Err(e) = crate::runtime::require("hipFreeAsync", |e| e.pool) {
+            return Err((block, e));
+        }
         // SAFETY: the block came from `hipMallocAsync` and is freed once
         // (consumed here, handed back only on failure); the stream is live.
         let status = unsafe { hip::hipFreeAsync(block.address as *mut c_void, stream.raw) };
@@ -128,6 +132,7 @@ fn memset(stream: &mut HipStream, start: u64, len: u64, byte: u8) -> Result<(), 
     if len == 0 {
         return Ok(());
     }
+    crate::runtime::require("hipMemsetAsync", |e| e.pool)?;
     let bytes = usize::try_from(len)
         .map_err(|_| HipError::invalid("hipMemsetAsync", "length exceeds the address space"))?;
     // SAFETY: the stream is live; the range is a device range, only

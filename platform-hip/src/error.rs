@@ -70,11 +70,16 @@ impl HipError {
 
     /// The runtime libraries could not be loaded.
     pub(crate) fn not_loaded(detail: &str) -> Self {
+        // A runtime that loaded but lacks entry points is named so.
+        let (name, detail) = match detail.strip_prefix(crate::runtime::INCOMPLETE) {
+            Some(rest) => ("runtime incomplete", rest),
+            None => ("runtime not found", detail),
+        };
         Self {
             call: "load libamdhip64/libhiprtc",
             origin: Origin::Loader,
             status: None,
-            name: "runtime not found",
+            name,
             kind: ErrorKind::NotAvailable,
             detail: Some(detail.into()),
         }

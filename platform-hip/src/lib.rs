@@ -51,6 +51,7 @@ pub mod kernel;
 mod pages;
 mod platform;
 mod properties;
+mod runtime;
 mod shared;
 mod storage;
 mod stream;
@@ -71,9 +72,10 @@ pub use storage::{
 pub use stream::HipStream;
 pub use vmm_storage::{HipVmmStorage, VMM_COSTS, VmmCalls};
 
-/// Whether the HIP runtime libraries can be loaded in this process.
+/// Whether the HIP runtime libraries can be loaded in this process and
+/// export every entry point the platform needs.
 pub fn runtime_available() -> bool {
-    cubecl_hip_sys::is_available()
+    runtime::entry_points().is_ok() && cubecl_hip_sys::is_available()
 }
 
 #[cfg(test)]

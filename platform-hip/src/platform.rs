@@ -62,6 +62,8 @@ pub struct HipPlatform {
     name: String,
     /// The virtual-memory granularity, when the device supports it.
     vmm_granularity: Option<u64>,
+    /// Whether the runtime has the graph-capture calls.
+    graphs: bool,
     storage: StoragePreference,
     /// Memory held so only a given amount stays free (`leave_free`).
     pub(crate) ballast: Vec<Ballast>,
@@ -76,10 +78,12 @@ impl HipPlatform {
 
     /// The platform over the device with HIP ordinal `device`.
     pub fn with_device(device: i32) -> Result<Self, HipError> {
+        // Every entry point the platform may call resolved before the
+        // first call: the bindings abort the process on a missing one.
+        let entry = crate::runtime::entry_points()?;
         if !hip::is_available() {
             return Err(HipError::not_loaded(
-                "libamdhip64.so and libhiprtc.so were not found in $ROCM_PATH/lib, \
-                 $HIP_PATH/lib or the system library path",
+                "libamdhip64 and libhiprtc opened for the check, but not for the bindings",
             ));
         }
         // SAFETY: the runtime is loaded; flags must be 0.
@@ -112,12 +116,17 @@ impl HipPlatform {
         let properties = properties::read(&shared)?;
         let name = properties::device_name(&shared)?;
         // A probe that fails says the calls cannot be used: `hipMalloc`.
-        let vmm_granularity = vmm::probe(&shared).ok().flatten();
+        let vmm_granularity = if entry.virtual_memory {
+            vmm::probe(&shared).ok().flatten()
+        } else {
+            None
+        };
         Ok(Self {
             shared,
             properties,
             name,
             vmm_granularity,
+            graphs: entry.graphs,
             storage: StoragePreference::Auto,
             ballast: Vec::new(),
             ballast_bytes: 0,
@@ -217,7 +226,10 @@ impl Platform for HipPlatform {
     /// is the virtual-memory one (see [`device_storage`](Self::device_storage)).
     /// Events are created without timing.
     fn capabilities(&self) -> Capabilities {
-        let mut caps = Capabilities::GRAPH_CAPTURE | Capabilities::RUNTIME_COMPILATION;
+        let mut caps = Capabilities::RUNTIME_COMPILATION;
+        if self.graphs {
+            caps |= Capabilities::GRAPH_CAPTURE;
+        }
         if self.properties.integrated {
             caps |= Capabilities::HOST_VISIBLE_DEVICE_MEMORY;
         }
@@ -228,7 +240,7 @@ impl Platform for HipPlatform {
     }
 
     fn capture(&self) -> Option<&Self> {
-        Some(self)
+        self.graphs.then_some(self)
     }
 
     fn create_stream(&self) -> Result<HipStream, HipError> {

@@ -58,6 +58,107 @@ pub fn constructor_without_runtime_is_not_available() -> Outcome {
     Ok(())
 }
 
+/// A fake runtime in a fresh folder: `lib/libamdhip64.so` and
+/// `lib/libhiprtc.so` built by the C compiler from `source` (or, for
+/// `None`, empty files); `None` when no C compiler is at hand.
+fn fake_runtime(tag: &str, source: Option<&str>) -> Option<std::path::PathBuf> {
+    let root = std::env::temp_dir().join(format!("streamcore-hip-{tag}-{}", std::process::id()));
+    let lib = root.join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    for name in ["libamdhip64.so", "libhiprtc.so"] {
+        let out = lib.join(name);
+        match source {
+            None => std::fs::write(&out, b"").unwrap(),
+            Some(code) => {
+                let c = root.join("stub.c");
+                std::fs::write(&c, code).unwrap();
+                let built = std::process::Command::new("cc")
+                    .args(["-shared", "-fPIC", "-o"])
+                    .arg(&out)
+                    .arg(&c)
+                    .status();
+                if !built.is_ok_and(|s| s.success()) {
+                    let _ = std::fs::remove_dir_all(&root);
+                    return None;
+                }
+            }
+        }
+    }
+    Some(root)
+}
+
+/// The child's report lines with `ROCM_PATH` at `root`.
+fn constructor_with(root: &std::path::Path) -> Vec<String> {
+    let output = run_child(
+        "not_available::child_constructor_without_runtime",
+        &[("ROCM_PATH", root.to_str().expect("temp dir is UTF-8"))],
+        &["HIP_PATH"],
+    );
+    let _ = std::fs::remove_dir_all(root);
+    assert!(
+        output.status.success(),
+        "the child did not end cleanly (a missing symbol must be an error, not an abort): {output:?}"
+    );
+    reports(&output)
+}
+
+pub fn a_runtime_lacking_entry_points_is_a_typed_error() -> Outcome {
+    // Loads, but exports none of HIP's symbols: the bindings would abort
+    // the process at `hipInit`. Then one with only the first few calls.
+    let cases = [
+        (
+            "nosym",
+            "int streamcore_stub(void) { return 0; }\n",
+            "hipInit",
+        ),
+        (
+            "partial",
+            "int hipInit(unsigned f) { return 0; }\n\
+             int hipGetDeviceCount(int *n) { *n = 1; return 0; }\n\
+             int hipSetDevice(int d) { return 0; }\n",
+            "hipDeviceGetAttribute",
+        ),
+    ];
+    for (tag, source, named) in cases {
+        let Some(root) = fake_runtime(tag, Some(source)) else {
+            return Err(Skip("no C compiler (`cc`) to build a fake runtime".into()));
+        };
+        let lines = constructor_with(&root);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l == "kind=NotAvailable origin=Loader call=load libamdhip64/libhiprtc"),
+            "{tag}: expected a typed NotAvailable loader error, child said {lines:?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("display ") && l.contains("lacks") && l.contains(named)),
+            "{tag}: the error should name the missing {named}: {lines:?}"
+        );
+    }
+    Ok(())
+}
+
+pub fn a_runtime_that_cannot_be_loaded_says_why() -> Outcome {
+    // Files that exist but are no libraries: the loader's reason is kept,
+    // not "not found".
+    let root = fake_runtime("empty-files", None).expect("no compiler needed");
+    let lines = constructor_with(&root);
+    if lines.iter().any(|l| l.starts_with("constructed")) {
+        return Err(Skip("a HIP runtime is installed system-wide".into()));
+    }
+    let display = lines
+        .iter()
+        .find(|l| l.starts_with("display "))
+        .unwrap_or_else(|| panic!("no error displayed: {lines:?}"));
+    assert!(
+        display.contains("could not be loaded") && display.contains("libamdhip64.so:"),
+        "the loader's reason for each candidate is kept: {display}"
+    );
+    Ok(())
+}
+
 pub fn error_kind_is_what_the_core_matches_on() -> Outcome {
     // The classification the core relies on, without a device.
     use streamcore::platform::ErrorKind;
