@@ -58,7 +58,8 @@ pub const HIP_NOT_BUILT: &str = "this streamcore was built without HIP support \
      (`--no-default-features`); rebuild it with `--features hip` for `--platform hip`";
 
 /// The one line for a HIP platform that could not be set up: no runtime
-/// (the libraries were not found), a runtime without a usable GPU (no
+/// (the libraries were not found, would not load, or lack entry points the
+/// platform calls), a runtime without a usable GPU (no
 /// driver, no device), or another setup error.
 #[cfg(feature = "hip")]
 pub fn hip_unavailable(e: &streamcore_hip::HipError) -> String {
@@ -66,7 +67,7 @@ pub fn hip_unavailable(e: &streamcore_hip::HipError) -> String {
     use streamcore_hip::Origin;
     match (e.kind(), e.origin()) {
         (ErrorKind::NotAvailable, Origin::Loader) => format!(
-            "--platform hip: no HIP runtime found: {e} (install ROCm, or on NVIDIA build the \
+            "--platform hip: no usable HIP runtime: {e} (install ROCm, or on NVIDIA build the \
              HIP-on-CUDA shim: platform-hip/nvidia/README.md)"
         ),
         (ErrorKind::NotAvailable, _) => {

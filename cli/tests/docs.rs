@@ -81,3 +81,50 @@ fn the_traces_readme_uses_the_units_replay_prints() {
         );
     }
 }
+
+/// `streamcore --help`'s about line lists what the command line does: each
+/// item names one of its subcommands (no promise of a command that is not
+/// there), each subcommand is listed, and the README's crate list says the
+/// same.
+#[test]
+fn the_about_line_lists_the_subcommands_there_are() {
+    let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))
+        .arg("--help")
+        .output()
+        .expect("run streamcore");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let about = help.lines().next().expect("an about line");
+    let (_, list) = about.split_once(": ").expect("what: list");
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert_eq!(commands, ["demo", "replay", "record"], "{help}");
+    let items: Vec<&str> = list.split(", ").collect();
+    for item in &items {
+        assert!(
+            commands.iter().any(|c| item.contains(c)),
+            "{item:?} is no subcommand: {about}"
+        );
+    }
+    for c in &commands {
+        assert!(
+            items.iter().any(|item| item.contains(c)),
+            "{c} is not listed: {about}"
+        );
+    }
+    let readme = read("README.md");
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("- `streamcore-cli`"))
+        .expect("the README lists the crate");
+    assert!(
+        line.ends_with(&format!(": {list}.")),
+        "README says {line:?}, --help says {about:?}"
+    );
+}

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use streamcore::drop_queue::FlushPolicy;
 use streamcore::platform::Platform;
-use streamcore_hip::{HipPlatform, StoragePreference};
+use streamcore_hip::{DEVICE_ALIGNMENT, HipPlatform, StoragePreference};
 use streamcore_mock::replay::{Trace, TraceEvent};
 
 use super::ReplayArgs;
@@ -44,6 +44,13 @@ pub struct Measured {
 
 /// Runs `streamcore replay --platform hip`.
 pub fn main(args: &ReplayArgs) -> ExitCode {
+    // A bad argument is one whether a GPU is there or not: the layout is
+    // checked before the runtime is loaded, all but whether it fits the
+    // device's memory (below, with the device's properties).
+    if let Err(e) = layout::check_without_device(&args.layout, DEVICE_ALIGNMENT) {
+        super::report_layout_error(&e);
+        return ExitCode::from(2);
+    }
     let platform = match HipPlatform::new() {
         Ok(p) => p,
         Err(e) => {
@@ -51,7 +58,7 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let platform = platform.with_storage(match args.storage {
+    let platform = platform.with_storage(match args.storage() {
         StorageArg::Auto => StoragePreference::Auto,
         StorageArg::Malloc => StoragePreference::Malloc,
     });
@@ -60,7 +67,7 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             // A bad argument, as on the mock (`replay --help`).
-            eprintln!("streamcore: {e}");
+            super::report_layout_error(&e);
             return ExitCode::from(2);
         }
     };
@@ -75,7 +82,7 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
             .map_or_else(|| "none".to_owned(), |g| g.to_string()),
         chosen.name,
         if args.touch { "64 KiB" } else { "no" },
-        args.runs.max(1)
+        args.runs()
     );
     let _ = writeln!(out, "{COLUMNS} books_ratio");
     let mut failed = 0;
@@ -109,10 +116,10 @@ fn run_trace(
         trace.header.workload.clone()
     };
     let touch = args.touch;
-    let runs = args.runs.max(1);
+    let runs = args.runs();
     let policy = FlushPolicy {
-        max_items: args.fence_every,
-        max_bytes: args.fence_bytes,
+        max_items: args.fence_every(),
+        max_bytes: args.fence_bytes(),
     };
     let make_pool = || PoolTarget::new(platform, touch);
     let make_ours = || {
@@ -120,7 +127,7 @@ fn run_trace(
             platform,
             chosen.layout.clone(),
             touch,
-            args.frees,
+            args.frees(),
             policy,
             !args.fence_poll_only,
         )

@@ -64,10 +64,18 @@ keys start with recorded_torch_, the plot says \"recorded run\".
 
 Sizes are printed in binary units: KiB, MiB, GiB (1 GiB = 2^30 bytes).
 
+--platform hip replays the same traces on a real GPU instead, and prints its
+own lines (wall time, driver calls and peak used, for streamcore's pools and
+for the driver's pool): --json, --svg and --no-progress are the mock's alone,
+--touch, --storage, --runs, --frees and --fence-* that platform's alone; an
+option of the other platform is refused, even at its default value.
+
 Exit status: 0 when every trace was replayed; 1 when any could not be read or
-replayed (each says why on stderr, the others are still reported); 2 for bad
-arguments (a --layout file that cannot be read, parsed or used on the device
-included: nothing is replayed).";
+replayed, or its plot could not be written (each says why on stderr, the
+others are still reported, and so is the table of a trace whose plot failed);
+2 for bad arguments (nothing is replayed): among them a --layout file that
+cannot be read, parsed or used on the device, an --svg file whose folder is
+missing, and an option of the other platform.";
 
 /// `streamcore replay --help`, below the options.
 pub const AFTER_LONG_HELP: &str = "\
@@ -123,6 +131,11 @@ const DEFAULT_FENCE_EVERY: usize = 64;
 const DEFAULT_FENCE_BYTES: u64 = 4 << 20;
 
 /// Arguments of `streamcore replay`.
+///
+/// The options of one platform alone are refused on the other whenever they
+/// are given, even at their default value: those of `--platform hip` are
+/// `Option`s (their defaults are applied by the accessors below), so that
+/// giving one can be told from leaving it out.
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// Trace files: gzip JSON lines (.jsonl.gz) or plain JSON lines (.jsonl).
@@ -130,7 +143,7 @@ pub struct ReplayArgs {
     pub traces: Vec<PathBuf>,
 
     /// Print one JSON object per trace, each on its own line, instead of
-    /// tables.
+    /// tables. Mock only.
     #[arg(long)]
     pub json: bool,
 
@@ -141,19 +154,21 @@ pub struct ReplayArgs {
 
     /// Write a plot of reserved and live bytes over the trace, with the
     /// recorded run's (PyTorch's) peaks as reference lines. SVG only: FILE
-    /// must end in `.svg`. With several traces, one file each: FILE's name
-    /// gets the trace's name before `.svg`.
+    /// must end in `.svg`, its folder must exist. With several traces, one
+    /// file each: FILE's name gets the trace's name before `.svg`. Mock
+    /// only.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
 
     /// Never draw the progress bar (it is drawn on stderr, and only when
-    /// stderr is a terminal).
+    /// stderr is a terminal). Mock only (`--platform hip` draws none).
     #[arg(long)]
     pub no_progress: bool,
 
     /// Where to replay: the mock's counting storages, or the real device
     /// through HIP, side by side with the driver's own pool
-    /// (`hipMallocAsync`): wall time, driver calls and peak used for each.
+    /// (`hipMallocAsync`): wall time, driver calls and peak used for each,
+    /// as text lines (--json, --svg and --no-progress are the mock's alone).
     #[arg(long, value_enum, default_value_t = PlatformArg::Mock)]
     pub platform: PlatformArg,
 
@@ -163,29 +178,29 @@ pub struct ReplayArgs {
     pub touch: bool,
 
     /// With `--platform hip`: the device storage under streamcore's pools.
-    #[arg(long, value_enum, default_value_t = StorageArg::Auto)]
-    pub storage: StorageArg,
+    /// [default: auto]
+    #[arg(long, value_enum)]
+    pub storage: Option<StorageArg>,
 
     /// With `--platform hip`: timed passes per allocator, alternating
-    /// between them (the fastest is reported); at least 1.
-    #[arg(long, default_value_t = DEFAULT_RUNS, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub runs: u32,
+    /// between them (the fastest is reported); at least 1. [default: 5]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: Option<u32>,
 
     /// With `--platform hip --touch`: how frees reach streamcore's pools:
     /// at once in stream order (the default), or fenced through a drop
-    /// queue per stream (the options below).
-    #[arg(long, value_enum, default_value_t = FreesArg::Ordered)]
-    pub frees: FreesArg,
+    /// queue per stream (the options below). [default: ordered]
+    #[arg(long, value_enum)]
+    pub frees: Option<FreesArg>,
 
     /// With `--platform hip --touch --frees fenced`: a fence is recorded once this many
-    /// frees are staged (0: after every free) ...
-    #[arg(long, default_value_t = DEFAULT_FENCE_EVERY, value_name = "N")]
-    pub fence_every: usize,
+    /// frees are staged (0: after every free) ... [default: 64]
+    #[arg(long, value_name = "N")]
+    pub fence_every: Option<usize>,
 
-    /// ... or once this many bytes are (0: after every free).
-    #[arg(long, default_value_t = DEFAULT_FENCE_BYTES, value_name = "BYTES")]
-    pub fence_bytes: u64,
+    /// ... or once this many bytes are (0: after every free). [default: 4194304]
+    #[arg(long, value_name = "BYTES")]
+    pub fence_bytes: Option<u64>,
 
     /// With `--platform hip --touch --frees fenced`: only poll fences. By default an
     /// allocation that sealed frees could serve waits for the oldest fence
@@ -195,20 +210,82 @@ pub struct ReplayArgs {
     pub fence_poll_only: bool,
 }
 
-/// The first option given for `--platform hip` alone (set away from its
-/// default), if any: the mock replay would ignore it silently.
+impl ReplayArgs {
+    /// `--storage`, or its default.
+    pub fn storage(&self) -> StorageArg {
+        self.storage.unwrap_or(StorageArg::Auto)
+    }
+
+    /// `--runs`, or its default (at least 1).
+    pub fn runs(&self) -> u32 {
+        self.runs.unwrap_or(DEFAULT_RUNS).max(1)
+    }
+
+    /// `--frees`, or its default.
+    pub fn frees(&self) -> FreesArg {
+        self.frees.unwrap_or(FreesArg::Ordered)
+    }
+
+    /// `--fence-every`, or its default.
+    pub fn fence_every(&self) -> usize {
+        self.fence_every.unwrap_or(DEFAULT_FENCE_EVERY)
+    }
+
+    /// `--fence-bytes`, or its default.
+    pub fn fence_bytes(&self) -> u64 {
+        self.fence_bytes.unwrap_or(DEFAULT_FENCE_BYTES)
+    }
+}
+
+/// The first option of `--platform hip` alone that was given, if any (at
+/// any value, its default included): the mock replay would ignore it
+/// silently.
 fn hip_only_option(args: &ReplayArgs) -> Option<&'static str> {
     [
         (args.touch, "--touch"),
-        (args.storage != StorageArg::Auto, "--storage"),
-        (args.runs != DEFAULT_RUNS, "--runs"),
-        (args.frees != FreesArg::Ordered, "--frees"),
-        (args.fence_every != DEFAULT_FENCE_EVERY, "--fence-every"),
-        (args.fence_bytes != DEFAULT_FENCE_BYTES, "--fence-bytes"),
+        (args.storage.is_some(), "--storage"),
+        (args.runs.is_some(), "--runs"),
+        (args.frees.is_some(), "--frees"),
+        (args.fence_every.is_some(), "--fence-every"),
+        (args.fence_bytes.is_some(), "--fence-bytes"),
         (args.fence_poll_only, "--fence-poll-only"),
     ]
     .into_iter()
     .find_map(|(set, name)| set.then_some(name))
+}
+
+/// The first option of the mock replay alone that was given, if any:
+/// `--platform hip` prints its own text lines, draws no progress bar and
+/// has no plot.
+fn mock_only_option(args: &ReplayArgs) -> Option<&'static str> {
+    [
+        (args.json, "--json"),
+        (args.svg.is_some(), "--svg"),
+        (args.no_progress, "--no-progress"),
+    ]
+    .into_iter()
+    .find_map(|(set, name)| set.then_some(name))
+}
+
+/// The options refused with this `--platform`: one line saying why.
+fn check_platform_options(args: &ReplayArgs) -> Result<(), String> {
+    match args.platform {
+        PlatformArg::Mock => match hip_only_option(args) {
+            Some(option) => Err(format!(
+                "{option} applies to `--platform hip` only; the mock replay \
+                 (the default platform) has no device to touch or time"
+            )),
+            None => Ok(()),
+        },
+        PlatformArg::Hip => match mock_only_option(args) {
+            Some(option) => Err(format!(
+                "{option} applies to `--platform mock` only; `--platform hip` prints \
+                 its own lines (wall time, driver calls, peak used), with no JSON, plot \
+                 or progress bar"
+            )),
+            None => Ok(()),
+        },
+    }
 }
 
 /// Why one trace could not be reported.
@@ -265,21 +342,25 @@ impl fmt::Display for TraceFailure {
 /// Runs `streamcore replay`; the exit code says whether every trace was
 /// reported.
 pub fn main(args: &ReplayArgs) -> ExitCode {
-    if let Some(svg) = &args.svg {
-        if let Err(why) = check_svg_path(svg) {
-            eprintln!("streamcore: {why}");
-            return ExitCode::from(2);
-        }
+    if let Err(why) = check_platform_options(args) {
+        eprintln!("streamcore: {why}");
+        return ExitCode::from(2);
     }
     if args.platform == PlatformArg::Hip {
         return run_hip(args);
     }
-    if let Some(option) = hip_only_option(args) {
-        eprintln!(
-            "streamcore: {option} applies to `--platform hip` only; the mock replay \
-             (the default platform) has no device to touch or time"
-        );
-        return ExitCode::from(2);
+    let svg_paths = svg_paths(args.svg.as_deref(), &args.traces);
+    if let Some(svg) = &args.svg {
+        let checked = check_svg_path(svg).and_then(|()| {
+            svg_paths
+                .iter()
+                .flatten()
+                .try_for_each(|p| check_svg_target(p))
+        });
+        if let Err(why) = checked {
+            eprintln!("streamcore: {why}");
+            return ExitCode::from(2);
+        }
     }
     let props = replay_device();
     let chosen = match layout::choose(&args.layout, &props) {
@@ -289,13 +370,12 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let svg_paths = svg_paths(args.svg.as_deref(), &args.traces);
     let progress = Progress::new(!args.no_progress);
     let mut out = io::stdout().lock();
     let mut done = Vec::new();
     let mut failed = 0usize;
     for (path, svg) in args.traces.iter().zip(svg_paths) {
-        let outcome = match run_one(path, &chosen, svg, progress) {
+        let (outcome, plot_failure) = match run_one(path, &chosen, svg, progress) {
             Ok(o) => o,
             Err(e) => {
                 eprintln!("streamcore: {e}");
@@ -315,6 +395,12 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
         };
         if let Err(e) = written.and_then(|()| out.flush()) {
             return output_error(&e);
+        }
+        // The report is out; the plot that could not be written fails the
+        // command all the same.
+        if let Some(e) = plot_failure {
+            eprintln!("streamcore: {e}");
+            failed += 1;
         }
         done.push(outcome);
     }
@@ -339,9 +425,15 @@ fn run_hip(args: &ReplayArgs) -> ExitCode {
     hip::main(args)
 }
 
-/// `replay --platform hip` in a build without HIP: says so.
+/// `replay --platform hip` in a build without HIP: says so (after the
+/// arguments, checked as that platform would: a bad one is still status 2).
 #[cfg(not(feature = "hip"))]
-fn run_hip(_: &ReplayArgs) -> ExitCode {
+fn run_hip(args: &ReplayArgs) -> ExitCode {
+    // HIP's device alignment is the mock replay's too (256).
+    if let Err(e) = layout::check_without_device(&args.layout, ALIGNMENT) {
+        report_layout_error(&e);
+        return ExitCode::from(2);
+    }
     eprintln!("streamcore: {}", crate::platform::HIP_NOT_BUILT);
     ExitCode::FAILURE
 }
@@ -358,18 +450,52 @@ pub fn replay_device() -> DeviceProperties {
 }
 
 /// `--svg FILE` writes SVG: FILE must say so (`out.png` would hold SVG text
-/// under a bitmap's name).
+/// under a bitmap's name), and its folder must be there: a plot that cannot
+/// be written is found out before any trace is replayed.
 fn check_svg_path(path: &Path) -> Result<(), String> {
     let is_svg = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("svg"));
-    if is_svg {
-        Ok(())
-    } else {
-        Err(format!(
+    if !is_svg {
+        return Err(format!(
             "--svg {}: the plot is an SVG document; give a file name ending in .svg",
             path.display()
+        ));
+    }
+    // `plot.svg` has the empty parent: the current folder.
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(parent) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(format!(
+            "--svg {}: {} is not a folder",
+            path.display(),
+            parent.display()
+        )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(format!(
+            "--svg {}: no folder {} to write the plot in (create it first)",
+            path.display(),
+            parent.display()
+        )),
+        Err(e) => Err(format!(
+            "--svg {}: {}: {e}",
+            path.display(),
+            parent.display()
+        )),
+    }
+}
+
+/// A file the plot will be written to must not be a folder.
+fn check_svg_target(path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        Err(format!(
+            "--svg {}: this is a folder; give the name of a file to write the plot to",
+            path.display()
         ))
+    } else {
+        Ok(())
     }
 }
 
@@ -419,12 +545,14 @@ fn svg_paths(svg: Option<&Path>, traces: &[PathBuf]) -> Vec<Option<PathBuf>> {
         .collect()
 }
 
+/// Replays one trace: its outcome, and why its plot could not be written
+/// (the outcome is reported all the same, without the plot).
 fn run_one(
     path: &Path,
     chosen: &ChosenLayout,
     svg: Option<PathBuf>,
     progress: Progress,
-) -> Result<Outcome, TraceFailure> {
+) -> Result<(Outcome, Option<TraceFailure>), TraceFailure> {
     let name = output::stem(path);
     let spinner = progress.loading(&name);
     let loaded = Trace::load(path);
@@ -462,6 +590,7 @@ fn run_one(
     }
     let report = report.map_err(replay_error)?;
 
+    let mut plot_failure = None;
     if let Some(svg_path) = &svg {
         // A second run samples every event (same inputs, same bytes).
         let bar = progress.replaying(&name, "sampling", total);
@@ -504,26 +633,29 @@ fn run_one(
                 .live_ratio()
                 .map_or("-".into(), |x| format!("{x:.3}"))
         );
-        let svg_text = plot::render(&plot::Plot {
+        let written = plot::render(&plot::Plot {
             title: &title,
             events: total,
             series: &series,
             torch_reserved: trace.header.peak_reserved_bytes,
             torch_allocated: trace.header.peak_allocated_bytes,
         })
-        .map_err(|why| TraceFailure::Svg(svg_path.clone(), why))?;
-        std::fs::write(svg_path, svg_text)
-            .map_err(|e| TraceFailure::Svg(svg_path.clone(), e.to_string()))?;
+        .and_then(|svg_text| std::fs::write(svg_path, svg_text).map_err(|e| e.to_string()));
+        if let Err(why) = written {
+            plot_failure = Some(TraceFailure::Svg(svg_path.clone(), why));
+        }
     }
 
-    Ok(Outcome {
+    let outcome = Outcome {
         path: path.to_path_buf(),
         header: trace.header,
         streams: trace.streams,
         report,
         layout: chosen.name.clone(),
-        svg,
-    })
+        // Only a plot that was written is named in the report.
+        svg: svg.filter(|_| plot_failure.is_none()),
+    };
+    Ok((outcome, plot_failure))
 }
 
 /// Managers with the chosen layout over storages that fail past the
@@ -542,12 +674,30 @@ mod tests {
 
     #[test]
     fn svg_paths_must_end_in_svg() {
-        assert!(check_svg_path(Path::new("out/plot.svg")).is_ok());
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        assert!(check_svg_path(&src.join("plot.svg")).is_ok());
         assert!(check_svg_path(Path::new("PLOT.SVG")).is_ok());
         for bad in ["out.png", "plot", "plot.svg.gz", "dir/"] {
             let e = check_svg_path(Path::new(bad)).unwrap_err();
             assert!(e.contains("ending in .svg"), "{bad}: {e}");
         }
+    }
+
+    /// The folder of the plot must be there, and be a folder; the plot's
+    /// own name must not be a folder.
+    #[test]
+    fn svg_paths_need_a_folder_to_go_in() {
+        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let e = check_svg_path(&crate_dir.join("no-such-folder/x.svg")).unwrap_err();
+        assert!(
+            e.contains("no folder") && e.contains("no-such-folder"),
+            "{e}"
+        );
+        let e = check_svg_path(&crate_dir.join("Cargo.toml/x.svg")).unwrap_err();
+        assert!(e.contains("Cargo.toml is not a folder"), "{e}");
+        let e = check_svg_target(&crate_dir.join("src")).unwrap_err();
+        assert!(e.contains("is a folder"), "{e}");
+        assert!(check_svg_target(&crate_dir.join("src/plot.svg")).is_ok());
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub fn assert_no_hip_runtime<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>)
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(
-        err.starts_with("streamcore: --platform hip: no HIP runtime found"),
+        err.starts_with("streamcore: --platform hip: no usable HIP runtime"),
         "{err}"
     );
     assert!(out.stdout.is_empty(), "nothing on stdout");

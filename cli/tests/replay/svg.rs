@@ -134,3 +134,73 @@ fn svg_into_a_file_not_named_svg_is_a_usage_error() {
     assert!(!png.exists(), "nothing written under a bitmap's name");
     assert!(out.stdout.is_empty());
 }
+
+/// A plot that cannot be written is a bad argument, found before any trace
+/// is replayed: a folder that is not there, a folder under the plot's name.
+#[test]
+fn svg_into_a_missing_folder_or_onto_a_folder_is_a_usage_error() {
+    let dir = scratch("svg-nowhere");
+    let onto_folder = dir.join("plots.svg");
+    std::fs::create_dir(&onto_folder).unwrap();
+    let not_a_folder = dir.join("file");
+    std::fs::write(&not_a_folder, "").unwrap();
+    let cases = [
+        (dir.join("missing/x.svg"), "no folder"),
+        (onto_folder.clone(), "is a folder"),
+        (not_a_folder.join("x.svg"), "is not a folder"),
+    ];
+    for (svg, needle) in cases {
+        for traces in [
+            vec![trace("two_stream_pipeline")],
+            vec![trace("two_stream_pipeline"), trace("llama_decode")],
+        ] {
+            // With several traces the plots are FILE-NAME.svg: a folder
+            // under FILE's own name is no obstacle.
+            if traces.len() > 1 && svg == onto_folder {
+                continue;
+            }
+            let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"--svg", &svg];
+            args.extend(traces.iter().map(|t| t as &dyn AsRef<std::ffi::OsStr>));
+            let out = replay(&args);
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{}: {err}", svg.display());
+            assert_eq!(err.lines().count(), 1, "one line: {err}");
+            assert!(
+                err.starts_with(&format!("streamcore: --svg {}", svg.display()))
+                    && err.contains(needle),
+                "{err}"
+            );
+            assert!(out.stdout.is_empty(), "nothing replayed");
+        }
+    }
+    assert!(onto_folder.is_dir());
+}
+
+/// A write that fails late (here a full disk: the plot's name is a link to
+/// /dev/full) fails the command, but the report is printed all the same,
+/// without a plot it does not have.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_plot_that_cannot_be_written_still_leaves_the_report() {
+    let dir = scratch("svg-full");
+    let svg = dir.join("full.svg");
+    std::os::unix::fs::symlink("/dev/full", &svg).unwrap();
+    let out = replay(&[&"--svg", &svg, &trace("two_stream_pipeline")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains(&format!("{}: cannot write the plot", svg.display())),
+        "{err}"
+    );
+    let table = text(&out.stdout);
+    assert!(table.contains("peak reserved"), "the table: {table}");
+    assert!(!table.contains("plot:"), "no plot named: {table}");
+
+    let out = replay(&[&"--json", &"--svg", &svg, &trace("two_stream_pipeline")]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 1);
+    assert!(lines[0].get("peak_reserved_bytes").is_some());
+    assert!(lines[0].get("svg").is_none(), "no plot named");
+}

@@ -92,6 +92,164 @@ fn hip_only_options_are_refused_on_the_mock() {
     }
 }
 
+/// Given at their default value, they are refused all the same: the mock
+/// would ignore `--runs 5` as silently as `--runs 4`.
+#[test]
+fn hip_only_options_are_refused_on_the_mock_even_at_their_default() {
+    let t = trace("two_stream_pipeline");
+    for args in [
+        vec!["--storage", "auto"],
+        vec!["--runs", "5"],
+        vec!["--frees", "ordered"],
+        vec!["--fence-every", "64"],
+        vec!["--fence-bytes", "4194304"],
+        vec![
+            "--storage",
+            "auto",
+            "--frees",
+            "ordered",
+            "--fence-every",
+            "64",
+        ],
+    ] {
+        let mut all: Vec<&dyn AsRef<std::ffi::OsStr>> = args.iter().map(|a| a as _).collect();
+        all.push(&t);
+        let out = replay(&all);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(
+            err.contains(&format!("{} applies to `--platform hip` only", args[0])),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: nothing replayed");
+    }
+    // `--platform mock` said outright is the mock too.
+    let out = replay(&[&"--platform", &"mock", &"--runs", &"5", &t]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+/// The mirror case: the options of the mock replay alone are refused with
+/// `--platform hip` (whether a runtime is there or not, with or without
+/// HIP support), not silently ignored: status 2, the option named, before
+/// any runtime is looked for.
+#[test]
+fn mock_only_options_are_refused_with_hip() {
+    let dir = scratch("mock-only-with-hip");
+    let t = trace("two_stream_pipeline");
+    let svg = dir.join("plot.svg");
+    let cases: [Vec<&dyn AsRef<std::ffi::OsStr>>; 3] = [
+        vec![&"--json"],
+        vec![&"--svg", &svg],
+        vec![&"--no-progress"],
+    ];
+    for args in cases {
+        let mut all: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"--platform", &"hip"];
+        all.extend(args.iter().copied());
+        all.push(&t);
+        let out = replay(&all);
+        let err = text(&out.stderr);
+        let option = args[0].as_ref().to_string_lossy();
+        assert_eq!(out.status.code(), Some(2), "{option}: {err}");
+        assert_eq!(err.lines().count(), 1, "{option}: one line: {err}");
+        assert!(
+            err.contains(&format!("{option} applies to `--platform mock` only")),
+            "{option}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{option}: nothing replayed");
+        assert!(!svg.exists(), "no plot");
+    }
+}
+
+/// `replay --help` says which options belong to which platform.
+#[test]
+fn help_says_which_options_each_platform_takes() {
+    let out = replay(&[&"--help"]);
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    for needle in [
+        "--json, --svg and --no-progress are the mock's alone",
+        "refused, even at its default value",
+        "[default: 5]",
+        "an --svg file whose folder is",
+    ] {
+        assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
+    }
+}
+
+/// A bad `--layout` is a bad argument on `--platform hip` too: status 2,
+/// said before the HIP runtime is looked for (here there is none, which
+/// would be status 1). What only the device can say (a page larger than its
+/// memory allows) is left until the device is there: such a layout passes
+/// the early check, and the missing runtime is what is reported.
+#[cfg(feature = "hip")]
+#[test]
+fn a_bad_layout_with_hip_is_refused_before_the_runtime_is_loaded() {
+    let dir = scratch("hip-bad-layout");
+    let t = trace("two_stream_pipeline");
+    let not_json = dir.join("not-json.json");
+    std::fs::write(&not_json, "{").unwrap();
+    let slice_over_page = dir.join("slice-over-page.json");
+    std::fs::write(
+        &slice_over_page,
+        r#"{"pools": [{"kind": "sliced", "page_size": "1 KiB", "max_slice": "1 MiB"}]}"#,
+    )
+    .unwrap();
+    let cases: [(&dyn AsRef<std::ffi::OsStr>, &str); 3] = [
+        (&"nope", "--layout nope: no such preset or file"),
+        (&not_json, "not JSON"),
+        (&slice_over_page, "pool 0"),
+    ];
+    for (layout, needle) in cases {
+        let out = no_hip_runtime(
+            "no-rocm-bad-layout",
+            &[&"--platform", &"hip", &"--layout", layout, &t],
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{needle}: {err}");
+        assert!(
+            err.starts_with("streamcore: ") && err.contains(needle),
+            "{err}"
+        );
+        assert!(!err.contains("HIP runtime"), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+
+    let huge = dir.join("huge.json");
+    std::fs::write(
+        &huge,
+        r#"{"pools": [{"kind": "sliced", "page_size": "1 TiB", "max_slice": "1 MiB"}]}"#,
+    )
+    .unwrap();
+    let out = no_hip_runtime(
+        "no-rocm-bad-layout",
+        &[&"--platform", &"hip", &"--layout", &huge, &t],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.starts_with("streamcore: --platform hip: no usable HIP runtime"),
+        "{err}"
+    );
+}
+
+/// `streamcore replay ARGS` where the only place to look for the HIP
+/// runtime is an empty folder, the scratch folder `name`.
+#[cfg(feature = "hip")]
+fn no_hip_runtime(name: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    let empty = scratch(name);
+    std::fs::create_dir_all(empty.join("lib")).unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_streamcore"))
+        .arg("replay")
+        .args(args.iter().map(|a| a.as_ref()))
+        .env("ROCM_PATH", &empty)
+        .env("HIP_PATH", &empty)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .expect("run streamcore")
+}
+
 /// A header's workload name is shown with its control characters escaped
 /// in the table (a trace from elsewhere cannot drive the terminal), and
 /// kept as it is in the JSON.

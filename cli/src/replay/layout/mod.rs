@@ -171,6 +171,30 @@ pub fn choose(given: &str, props: &DeviceProperties) -> Result<ChosenLayout, Lay
     })
 }
 
+/// Checks `--layout` as far as it can be before the device is there (the
+/// HIP runtime loaded): a preset name, or a file that can be read, parsed
+/// and accepted by the layout's own rules, on a device of this `alignment`
+/// (a constant of the platform). Only whether it fits the device's memory
+/// ([`check_device`]) is left to [`choose`], with the device's properties.
+///
+/// The layout's rules do not depend on the device's memory: a preset is
+/// valid on any device, a file's pools only depend on the alignment. So
+/// what this refuses, [`choose`] would refuse too, and what it accepts only
+/// the device check can still refuse.
+pub fn check_without_device(given: &str, alignment: u64) -> Result<(), LayoutArgError> {
+    // Memory unknown (0: no limit) and pages as large as layouts allow.
+    let any_size = DeviceProperties {
+        total_memory: 0,
+        max_page_size: u64::MAX,
+        alignment,
+        integrated: false,
+    };
+    match choose(given, &any_size) {
+        Ok(_) | Err(LayoutArgError::Device { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 fn preset_named(name: &str) -> Option<LayoutPreset> {
     PRESETS.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
 }
@@ -214,5 +238,46 @@ mod tests {
             text.contains("no such preset or file") && text.contains("exclusive-pages"),
             "{text}"
         );
+    }
+
+    /// Before the device is there: the name, the file and the layout's own
+    /// rules are checked; only the device's memory is not.
+    #[test]
+    fn checks_without_the_device() {
+        let alignment = props().alignment;
+        for (name, _) in PRESETS {
+            check_without_device(name, alignment).unwrap();
+        }
+        let e = check_without_device("no-such-layout", alignment).unwrap_err();
+        assert!(matches!(e, LayoutArgError::Unknown { .. }), "{e}");
+
+        let dir =
+            std::env::temp_dir().join(format!("streamcore-cli-layout-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("layout.json");
+        let given = file.to_str().unwrap();
+        let check = |text: &str| {
+            std::fs::write(&file, text).unwrap();
+            check_without_device(given, alignment)
+        };
+        assert!(matches!(check("{"), Err(LayoutArgError::Format { .. })));
+        assert!(matches!(
+            check(r#"{"pools": [{"kind": "sliced", "page_size": "1 KiB", "max_slice": "1 MiB"}]}"#),
+            Err(LayoutArgError::Invalid { .. })
+        ));
+        assert!(matches!(
+            check(r#"{"preset": "sliced", "policy": {"max_pages": 0}}"#),
+            Err(LayoutArgError::Invalid { .. })
+        ));
+        // Too large for the H200 of the mock replay, fine before the device
+        // is known: `choose` refuses it with the device's properties.
+        let huge = r#"{"pools": [{"kind": "sliced", "page_size": "1 TiB", "max_slice": "1 MiB"}]}"#;
+        check(huge).unwrap();
+        assert!(matches!(
+            choose(given, &props()),
+            Err(LayoutArgError::Device { .. })
+        ));
+        check(r#"{"preset": "balanced", "policy": {"favour": "bytes"}}"#).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
