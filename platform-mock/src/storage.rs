@@ -1,4 +1,4 @@
-//! Storages: device pages and pinned host pages of a [`MockPlatform`].
+//! Storages: device pages and pinned host pages of a [`MockPlatform`](crate::MockPlatform).
 //!
 //! Both share the platform's state, so an allocation while a capture is open
 //! invalidates it, and a page freed here is recognised by every later

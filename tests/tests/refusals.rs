@@ -98,8 +98,11 @@ fn a_refusal_during_a_capture_names_the_call() {
     let fill = d.load_kernel(&kernels::FILL).unwrap();
     let a = d.alloc(S0, 64).unwrap();
     d.prepare(S0).unwrap();
-    d.launch(S0, fill, dims(16), &[a.write()], &[16, 1])
-        .unwrap();
+    assert_eq!(
+        d.launch(S0, fill, dims(16), &[a.write()], &[16, 1])
+            .unwrap(),
+        Launched::Queued
+    );
     d.begin_capture(S0).unwrap();
     match d.sync_all() {
         Err(e @ Error::NotWhileCapturing { op: "sync_all" }) => {
@@ -246,11 +249,17 @@ fn a_failed_replay_is_reported_as_a_replay() {
     let fill = d.load_kernel(&kernels::FILL).unwrap();
     let y = d.alloc(S0, 64).unwrap();
     d.prepare(S0).unwrap();
-    d.launch(S0, fill, dims(16), &[y.write()], &[16, 1])
-        .unwrap();
+    assert_eq!(
+        d.launch(S0, fill, dims(16), &[y.write()], &[16, 1])
+            .unwrap(),
+        Launched::Queued
+    );
     d.begin_capture(S0).unwrap();
-    d.launch(S0, fill, dims(16), &[y.write()], &[16, 1])
-        .unwrap();
+    assert_eq!(
+        d.launch(S0, fill, dims(16), &[y.write()], &[16, 1])
+            .unwrap(),
+        Launched::Queued
+    );
     let g = d.end_capture(S0).unwrap();
     fail_next(&d, Site::LaunchGraph);
     assert!(matches!(d.replay(&g), Err(Error::Failed { .. })));

@@ -1,5 +1,5 @@
 //! The page table: every page (or reservation) a manager holds from its
-//! storage, in an [`Arena`](crate::arena::Arena) indexed by `u32`, and the
+//! storage, in an [`Arena`] indexed by `u32`, and the
 //! idle LRU: trimmable pages with no live slice, oldest idle first, linked
 //! through the pages themselves (O(1) push, unlink and pop).
 

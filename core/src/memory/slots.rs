@@ -1,5 +1,5 @@
 //! The slice table: one entry per live slice in a generational
-//! [`Arena`](crate::arena::Arena), addressed by [`SliceHandle`]s.
+//! [`Arena`], addressed by [`SliceHandle`]s.
 //!
 //! A slice stays in the table while any *hold* keeps it: its owner (until
 //! `free`), an open capture window (capture priming), a graph's pin (until

@@ -34,7 +34,9 @@ pub use driver::{
     ReplayError, ReplayOptions, ReplayReport, ReplayTarget, Sample, StreamcoreTarget, replay,
 };
 pub use driver_model::{DriverModel, DriverTable, H200, H200_PROPERTIES};
-pub use trace::{MAX_TRACE_SIZE, MAX_TRACE_STREAMS, Trace, TraceError, TraceEvent, TraceHeader};
+pub use trace::{
+    MAX_LINE_BYTES, MAX_TRACE_SIZE, MAX_TRACE_STREAMS, Trace, TraceError, TraceEvent, TraceHeader,
+};
 
 #[cfg(test)]
 mod tests;

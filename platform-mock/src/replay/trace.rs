@@ -17,6 +17,10 @@ use super::json::{self, Value};
 pub const MAX_TRACE_SIZE: u64 = 1 << 44;
 /// The most streams a trace may use.
 pub const MAX_TRACE_STREAMS: u32 = 1024;
+/// The longest line a trace may have, in bytes (a header or an event is a
+/// few hundred): a longer one is refused as malformed once this much was
+/// read, so a file of one endless line takes bounded memory.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// What the header says about the recorded run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -327,13 +331,23 @@ impl Trace {
         let mut header_seen = false;
         loop {
             buf.clear();
-            let n = reader
+            // At most one byte past the limit is read: a file of one endless
+            // line (a gzip bomb of zeros, /dev/zero) is refused in bounded
+            // memory instead of being read whole.
+            let n = (&mut reader)
+                .take(MAX_LINE_BYTES as u64 + 1)
                 .read_until(b'\n', &mut buf)
                 .map_err(|e| Self::io_error(path, e))?;
             if n == 0 {
                 break;
             }
             line += 1;
+            if buf.len() > MAX_LINE_BYTES {
+                return Err(TraceError::MalformedLine {
+                    line,
+                    why: format!("longer than {MAX_LINE_BYTES} bytes (no trace line is)"),
+                });
+            }
             let text = match std::str::from_utf8(&buf) {
                 Ok(t) => t.trim(),
                 Err(_) => {

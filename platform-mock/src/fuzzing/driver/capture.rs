@@ -6,7 +6,7 @@ use std::string::ToString;
 
 use streamcore::device::Launched;
 use streamcore::error::Error;
-use streamcore::memory::{MemoryError, MemoryLayout};
+use streamcore::memory::{LayoutError, MemoryError, MemoryLayout};
 use streamcore::platform::ErrorKind;
 use streamcore::stream::{CaptureError, DoomReason, Phase};
 
@@ -293,6 +293,18 @@ impl Driver {
             .iter()
             .any(|s| s.phase != Phase::NoCapture);
         let placed = self.model.live_bufs().any(|(_, b)| !b.unplaced);
+        // A layout whose pages exceed the device is refused before
+        // anything changes, capture or not.
+        if layout.fits(props.total_memory).is_err() {
+            return match self.device.install_pools(layout) {
+                Err(Error::Memory(MemoryError::Layout(LayoutError::PageLargerThanDevice {
+                    ..
+                }))) => Ok(Outcome::Refused),
+                other => Err(format!(
+                    "install_pools of a layout larger than the device answered {other:?}"
+                )),
+            };
+        }
         if !open && !placed {
             // The device drops every info entry no live graph pins.
             for s in 0..self.model.streams.len() {

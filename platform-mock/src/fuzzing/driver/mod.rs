@@ -239,6 +239,10 @@ impl Driver {
                 (Some(super::setup::harness_layout(c.seed)), true)
             }
         };
+        // A layout whose pages exceed the device is refused by the device.
+        let fits = layout
+            .as_ref()
+            .is_none_or(|l| l.fits(setup.properties.total_memory).is_ok());
         if let Some(l) = layout {
             config = config.layout(l);
         }
@@ -258,7 +262,7 @@ impl Driver {
                 d
             }
             Err(e) => {
-                if setup.valid_streams() && strict {
+                if setup.valid_streams() && strict && fits {
                     return Err(teardown(format!(
                         "Device::new refused a sane config ({} streams): {e}",
                         setup.declared

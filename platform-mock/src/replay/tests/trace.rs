@@ -393,3 +393,26 @@ fn a_byte_order_mark_before_the_header_is_skipped() {
     let inside = std::format!("{text}\u{feff}{{\"op\":\"free\",\"id\":1}}\n");
     assert!(parse(&inside).is_err());
 }
+
+/// A line longer than any trace line (a file of zeros, a gzip bomb) is
+/// refused as malformed after at most `MAX_LINE_BYTES + 1` bytes, not read
+/// whole into memory; a line just under the limit is read.
+#[test]
+fn an_endless_line_is_refused_in_bounded_memory() {
+    use std::io::Read;
+    // An endless reader: were the line read whole this would never end.
+    let zeros = std::io::repeat(0);
+    let read = std::io::BufReader::new(zeros.take(u64::MAX));
+    match Trace::parse_lines(read, Path::new("zeros")) {
+        Err(TraceError::MalformedLine { line: 1, why }) => {
+            assert!(why.contains("longer than"), "{why}");
+        }
+        other => panic!("an endless line: {other:?}"),
+    }
+    // A long event line under the limit (padded with spaces) still loads.
+    let pad = " ".repeat(crate::replay::trace::MAX_LINE_BYTES - 100);
+    let text = lines(&[&std::format!(
+        r#"{{"op":"alloc","id":1,"size":64,"stream":0}}{pad}"#
+    )]);
+    assert_eq!(parse(&text).unwrap().events.len(), 1);
+}
