@@ -19,7 +19,10 @@
 #       builds the shim, runs everything, writes one log per step and
 #       summary.txt into LOG_DIR (default: ./gpu-logs), and prints the
 #       summary. Exit status 0 when every step ran (the verdicts are in the
-#       summary, not in the status).
+#       summary, not in the status). Without PyTorch or a CUDA device
+#       torch_replay.py exits 3 and replays nothing: the torch step is
+#       reported skipped, counts as not run (status 1) and torch_touch is
+#       not started; SKIP_TORCH=1 leaves both out on purpose.
 #
 # Environment (run step): TRACES (default: every trace under DIR/tests:
 # traces, unseen, heldout, fresh), RUNS (timed passes per allocator, default 5), SKIP_TORCH=1,
@@ -79,7 +82,7 @@ else
     done
 fi
 status=0
-step() { # step NAME COMMAND...: runs, logs to NAME.log, notes failures
+step() { # step NAME COMMAND...: runs, logs to NAME.log, notes failures; returns the status
     local name="$1"; shift
     echo "== $name: $*" | tee "$logs/$name.log"
     local start=$SECONDS
@@ -87,6 +90,7 @@ step() { # step NAME COMMAND...: runs, logs to NAME.log, notes failures
     local rc=$?
     echo "== $name exit $rc in $((SECONDS - start)) s" | tee -a "$logs/$name.log"
     [[ $rc -eq 0 ]] || status=1
+    return $rc
 }
 
 {
@@ -110,7 +114,12 @@ step replay "$bin/streamcore" replay --platform hip --runs "$runs" "${traces[@]}
 step replay_touch "$bin/streamcore" replay --platform hip --touch --runs "$runs" "${traces[@]}"
 if [[ "${SKIP_TORCH:-0}" != 1 ]]; then
     step torch python3 "$root/scripts/torch_replay.py" "${traces[@]}"
-    step torch_touch python3 "$root/scripts/torch_replay.py" --touch "${traces[@]}"
+    if [[ $? -eq 3 ]]; then # torch_replay.py's "skipped": no PyTorch or no CUDA device
+        echo "== torch $(grep -m 1 -o 'SKIPPED: .*' "$logs/torch.log" || echo SKIPPED); torch_touch not run" |
+            tee -a "$logs/torch.log"
+    else
+        step torch_touch python3 "$root/scripts/torch_replay.py" --touch "${traces[@]}"
+    fi
 fi
 
 # The summary: every replay line side by side, then the verdict per trace:

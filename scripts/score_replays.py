@@ -24,7 +24,9 @@ is the sweep of the build the replay log measured (without it the model's
 ratios are judged and the measured walls kept).
 
 Prints the rows that miss (or every row with `--rows`) and the tally:
-rows meeting both figures, bytes, wall. Standard library only.
+rows meeting both figures, bytes, wall. Exits non-zero, saying why, when a
+file cannot be read as text or no row has both streamcore's and
+hipMallocAsync's figures. Standard library only.
 """
 
 import argparse
@@ -32,27 +34,39 @@ import sys
 from collections import defaultdict
 
 
+def read_lines(path):
+    """The lines of the text file `path`; exits with `score_replays: PATH:
+    reason` when it cannot be read (missing, a directory, not UTF-8 text)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return list(f)
+    except UnicodeDecodeError:
+        gz = " (gzip: decompress it first)" if path.endswith(".gz") else ""
+        sys.exit(f"score_replays: {path}: not UTF-8 text{gz}")
+    except OSError as e:
+        sys.exit(f"score_replays: {path}: {e.strerror or e}")
+
+
 def read_replays(paths, sections):
     """{(trace, touch): {allocator: (wall_ms, ratio)}} over the kept passes."""
     rows = defaultdict(dict)
     for path in paths:
         keep = not sections
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.strip()
-                if line.startswith("## "):
-                    keep = not sections or any(s in line for s in sections)
-                    continue
-                if not keep or not line or line.startswith("#") or line.startswith("trace "):
-                    continue
-                parts = line.split()
-                if len(parts) < 8:
-                    continue
-                trace, alloc, touch, wall = parts[0], parts[1], parts[2], parts[3]
-                try:
-                    rows[(trace, touch)][alloc] = (float(wall), float(parts[7]))
-                except ValueError:
-                    continue
+        for line in read_lines(path):
+            line = line.strip()
+            if line.startswith("## "):
+                keep = not sections or any(s in line for s in sections)
+                continue
+            if not keep or not line or line.startswith("#") or line.startswith("trace "):
+                continue
+            parts = line.split()
+            if len(parts) < 8:
+                continue
+            trace, alloc, touch, wall = parts[0], parts[1], parts[2], parts[3]
+            try:
+                rows[(trace, touch)][alloc] = (float(wall), float(parts[7]))
+            except ValueError:
+                continue
     return rows
 
 
@@ -61,15 +75,14 @@ def read_torch(path):
     peers = defaultdict(dict)
     if not path:
         return peers
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) < 8 or line.startswith("#") or parts[0] == "trace":
-                continue
-            try:
-                peers[(parts[0], parts[2])][parts[1]] = float(parts[7])
-            except ValueError:
-                continue
+    for line in read_lines(path):
+        parts = line.split()
+        if len(parts) < 8 or line.startswith("#") or parts[0] == "trace":
+            continue
+        try:
+            peers[(parts[0], parts[2])][parts[1]] = float(parts[7])
+        except ValueError:
+            continue
     return peers
 
 
@@ -78,15 +91,14 @@ def read_model(path):
     model = {}
     if not path:
         return model
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) < 5 or parts[1] not in ("no", "yes"):
-                continue
-            try:
-                model[(parts[0], parts[1])] = (float(parts[2]), float(parts[3]))
-            except ValueError:
-                continue
+    for line in read_lines(path):
+        parts = line.split()
+        if len(parts) < 5 or parts[1] not in ("no", "yes"):
+            continue
+        try:
+            model[(parts[0], parts[1])] = (float(parts[2]), float(parts[3]))
+        except ValueError:
+            continue
     return model
 
 
@@ -106,6 +118,11 @@ def main():
     base = read_model(args.base_model)
     if not replays:
         sys.exit("no replay rows read")
+    if not any(
+        any(k.startswith("streamcore") for k in allocs) and "hipMallocAsync" in allocs
+        for allocs in replays.values()
+    ):
+        sys.exit("no row to score: none has both streamcore's and hipMallocAsync's figures")
 
     tally = {"both": 0, "bytes": 0, "wall": 0, "rows": 0}
     sc_wall_sum = pool_wall_sum = 0.0
@@ -138,9 +155,9 @@ def main():
         if args.rows or miss:
             print(f"{key[0]:<34} {key[1]:<5} {ratio:>7.4f} {peer:>7.4f}   {peer_name:<17} "
                   f"{wall:>8.1f} {pool[0]:>8.1f}  {miss}")
+    wall_ratio = f"{sc_wall_sum / pool_wall_sum:.3f}" if pool_wall_sum > 0 else "-"
     print(f"rows {tally['rows']}: both {tally['both']}, bytes {tally['bytes']}, "
-          f"wall {tally['wall']}; streamcore / pool wall, all rows "
-          f"{sc_wall_sum / pool_wall_sum:.3f}")
+          f"wall {tally['wall']}; streamcore / pool wall, all rows {wall_ratio}")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,14 @@ Output: one line per trace and allocator, with a header line:
 `driver_calls` is the allocator's device allocations + frees when PyTorch
 reports them (`num_device_alloc` + `num_device_free`), else `-`.
 
-Standard library and torch only. Exit status 0 when every replay ran.
+Before anything is replayed, every TRACE must be a readable file and
+PyTorch must import and see a CUDA device; else a line on stderr says what
+is missing, and nothing runs.
+
+Standard library and torch only. Exit status: 0 when every replay ran; 1
+when a TRACE is not a readable file (nothing replayed) or does not parse
+(the others replayed); 2 for bad arguments; 3 when skipped (nothing
+replayed): PyTorch is not installed or sees no CUDA device.
 """
 
 import argparse
@@ -53,6 +60,7 @@ ALLOCATORS = {
 }
 
 TOUCH_BYTES = 64 * 1024
+SKIPPED = 3  # the exit status when PyTorch or a CUDA device is missing
 COLUMNS = "trace allocator touch wall_ms driver_calls peak_used peak_live ratio"
 
 
@@ -125,23 +133,45 @@ def replay(torch, events, streams, touch, sample):
     return wall, peak
 
 
-def run_in_process(args):
+def unreadable(path):
+    """Why `path` is not a readable file, or None when it is one."""
+    if not os.path.isfile(path):
+        return "not a file" if os.path.exists(path) else "no such file"
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
+def torch_or_none():
+    """torch when it imports and sees a CUDA device; else None, having said
+    on stderr why not."""
     try:
         import torch
     except ImportError:
-        print("SKIPPED: PyTorch is not installed", file=sys.stderr)
-        return 0
+        print("torch_replay: SKIPPED: PyTorch is not installed", file=sys.stderr)
+        return None
     if not torch.cuda.is_available():
-        print("SKIPPED: no CUDA device", file=sys.stderr)
-        return 0
+        print("torch_replay: SKIPPED: PyTorch sees no CUDA device", file=sys.stderr)
+        return None
+    return torch
+
+
+def run_in_process(torch, args):
     torch.cuda.init()
     torch.empty(1, device="cuda")  # context and allocator up before any measurement
     ok = True
     for path in args.traces:
         try:
             name, events, peak_live = load(path)
-        except (OSError, ValueError) as e:
+        except (OSError, EOFError, ValueError) as e:
             print(f"torch_replay: {path}: {e}", file=sys.stderr)
+            ok = False
+            continue
+        except (KeyError, TypeError) as e:
+            print(f"torch_replay: {path}: not a trace ({type(e).__name__}: {e})", file=sys.stderr)
             ok = False
             continue
         nstreams = 1 + max((e[3] for e in events if e[0] == 0), default=0)
@@ -177,6 +207,14 @@ def main():
     p.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("traces", nargs="+", metavar="TRACE")
     args = p.parse_args()
+    bad = [(path, why) for path in args.traces for why in [unreadable(path)] if why]
+    for path, why in bad:
+        print(f"torch_replay: {path}: {why}", file=sys.stderr)
+    if bad:
+        return 1
+    torch = torch_or_none()
+    if torch is None:
+        return SKIPPED
     if not args.no_header:
         print(COLUMNS, flush=True)
     if args.allocator != "all":
@@ -193,7 +231,7 @@ def main():
             cmd = [sys.executable, __file__, "--no-header", "--allocator", args.allocator]
             cmd += ["--touch"] if args.touch else []
             return subprocess.call(cmd + args.traces, env=env)
-        return run_in_process(args)
+        return run_in_process(torch, args)
     status = 0
     for name in ALLOCATORS:
         cmd = [sys.executable, __file__, "--no-header", "--allocator", name]

@@ -51,7 +51,7 @@ def load_snapshot(path):
     if head == b"{":
         try:
             snapshot = json.loads(data)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise ValueError(f"{NOT_A_SNAPSHOT}: not valid JSON ({e})") from None
     elif data[:1] == b"\x80":
         try:
@@ -80,12 +80,62 @@ def block_size(size):
     return max(512, (size + 511) // 512 * 512)
 
 
+# The history's actions, as PyTorch names them; others are counted, not replayed.
+ACTIONS = (
+    "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
+    "segment_map", "segment_unmap", "snapshot", "oom",
+)
+
+
+def _kind(value):
+    """What `value` is, for a message: "null", "a str", "an int"."""
+    if value is None:
+        return "null"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _list(value, where):
+    """`value` when it is a list (or a tuple); else not a snapshot."""
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{NOT_A_SNAPSHOT}: {where} is {_kind(value)}, not a list")
+    return value
+
+
+def _dict(value, where):
+    """`value` when it is a dict; else not a snapshot."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{NOT_A_SNAPSHOT}: {where} is {_kind(value)}, not a dict")
+    return value
+
+
+def _integer(entry, key, where, default=None, negative=False):
+    """`entry[key]` (or `default` when absent) when it is an integer, and not
+    negative unless `negative`; else not a snapshot."""
+    value = entry.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        got = "missing" if key not in entry and default is None else _kind(value)
+        raise ValueError(f'{NOT_A_SNAPSHOT}: {where}: "{key}" is {got}, not an integer')
+    if value < 0 and not negative:
+        raise ValueError(f'{NOT_A_SNAPSHOT}: {where}: "{key}" is negative ({value})')
+    return value
+
+
 def convert(snapshot, device=0):
-    """Returns (header, events, warnings) for one device's history."""
-    traces = snapshot.get("device_traces") or []
+    """Returns (header, events, warnings) for one device's history.
+
+    A snapshot not shaped as PyTorch writes it (the histories lists of dicts,
+    each naming its action; integer addresses, streams and sizes where the
+    conversion reads them; the segments a list of dicts with integer sizes)
+    is not a snapshot: ValueError, saying what was wrong. Entries of actions
+    other than PyTorch's are counted in the header and named in a warning.
+    """
+    if device < 0:
+        raise ValueError(f"no device {device}: devices are numbered from 0")
+    traces = _list(snapshot.get("device_traces") or [], '"device_traces"')
     if device >= len(traces):
         raise ValueError(f"the snapshot has no history for device {device}")
-    history = traces[device]
+    history = _list(traces[device], f"device_traces[{device}]")
     events, warnings = [], []
     live = {}  # address -> id
     streams = {}  # raw stream handle -> 0, 1, ...
@@ -94,15 +144,29 @@ def convert(snapshot, device=0):
     dropped_frees = 0
     allocated = reserved = 0  # changes since the recording began
     peak_allocated = peak_reserved = 0
-    for entry in history:
-        action, addr, size = entry.get("action"), entry.get("addr"), entry.get("size", 0)
+    unknown = {}
+    for n, entry in enumerate(history):
+        where = f"device_traces[{device}][{n}]"
+        action = _dict(entry, where).get("action")
+        if not isinstance(action, str):
+            got = "missing" if "action" not in entry else _kind(action)
+            raise ValueError(f'{NOT_A_SNAPSHOT}: {where}: "action" is {got}, not a string')
         actions[action] = actions.get(action, 0) + 1
+        if action not in ACTIONS:
+            unknown[action] = unknown.get(action, 0) + 1
+            continue
+        addr = size = None
+        if action in ("alloc", "free_requested"):
+            addr = _integer(entry, "addr", where, negative=True)
+        if action in ("alloc", "free_completed") or action.startswith("segment_"):
+            size = _integer(entry, "size", where)
         if action in ("alloc", "free_completed"):
             size = block_size(size)
         if action == "alloc":
             if addr in live:  # its free fell off the ring buffer: close it here
                 events.append({"op": "free", "id": live.pop(addr)})
-            stream = streams.setdefault(entry.get("stream", 0), len(streams))
+            stream = _integer(entry, "stream", where, default=0, negative=True)
+            stream = streams.setdefault(stream, len(streams))
             live[addr] = next_id
             events.append({"op": "alloc", "id": next_id, "size": size, "stream": stream})
             next_id += 1
@@ -124,10 +188,18 @@ def convert(snapshot, device=0):
         warnings.append(
             f"{dropped_frees} frees of blocks allocated before the history began were dropped"
         )
+    if unknown:
+        warnings.append(
+            "ignored the entries of actions not known here: "
+            + ", ".join(f"{a} ({k})" for a, k in sorted(unknown.items()))
+        )
     # What was held when the history began: the end state less the changes.
-    segments = [s for s in snapshot.get("segments", []) if s.get("device", 0) == device]
-    end_reserved = sum(s.get("total_size", 0) for s in segments)
-    end_allocated = sum(s.get("allocated_size", 0) for s in segments)
+    end_reserved = end_allocated = 0
+    for n, segment in enumerate(_list(snapshot.get("segments", []), '"segments"')):
+        where = f"segments[{n}]"
+        if _integer(_dict(segment, where), "device", where, default=0) == device:
+            end_reserved += _integer(segment, "total_size", where, default=0)
+            end_allocated += _integer(segment, "allocated_size", where, default=0)
     start_reserved = max(end_reserved - reserved, 0)
     start_allocated = max(end_allocated - allocated, 0)
     header = {
@@ -151,11 +223,23 @@ def write_trace(path, header, events):
             out.write(json.dumps(e, separators=(",", ":")) + "\n")
 
 
+def device_number(text):
+    """--device's value: a device number, 0 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"a device number is 0 or more, not {n}")
+    return n
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("snapshot", help="snapshot.pickle (as _dump_snapshot writes it) or .json")
     p.add_argument("trace", help="output: trace.jsonl.gz (gzip) or trace.jsonl (plain)")
-    p.add_argument("--device", type=int, default=0, help="which device's history (default 0)")
+    p.add_argument("--device", type=device_number, default=0,
+                   help="which device's history (default 0)")
     p.add_argument("--workload", help="the workload's name (default: the snapshot's file name)")
     p.add_argument("--peak-reserved", type=int, help="torch.cuda.max_memory_reserved()")
     p.add_argument("--peak-allocated", type=int, help="torch.cuda.max_memory_allocated()")
