@@ -4,8 +4,10 @@
 //! measured through bare HIP calls and, side by side, through the `Device`
 //! on each lock family (the default `ParkingLock`, `StdLock`, `SpinLock`),
 //! so that what the driver itself serializes shows apart from what the
-//! core adds. The host-side bench (`streamcore-tests`' `concurrency`) runs
-//! the same two figures on a simulated driver.
+//! core adds. The launch rate is measured on two devices as well, one per
+//! thread: the bound on what finer locking inside one device could win.
+//! The host-side bench (`streamcore-tests`' `concurrency`) runs the same
+//! two figures on a simulated driver.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -138,9 +140,32 @@ where
     }
 }
 
+/// Two devices of the default lock, thread (and stream) `s` on device `s`
+/// only: no lock and no bookkeeping shared between the two threads, the
+/// most any finer locking inside one device (a lock per stream) could
+/// reach. Beside the one shared device in part B, it shows what sharing
+/// costs two busy threads.
+struct Split([OnDevice<ParkingLock>; 2]);
+
+impl Launcher for Split {
+    fn small(&self, s: usize) -> R<()> {
+        self.0[s].small(s)
+    }
+    fn spin(&self) -> R<()> {
+        self.0[0].spin()
+    }
+    fn sync(&self, s: usize) -> R<()> {
+        self.0[s].sync(s)
+    }
+}
+
 struct Bare {
     counts: [AtomicU64; 2],
     inc: RawKernel,
+    /// With `Some`, stream 1 launches this copy of `inc` (a module of its
+    /// own): the driver's per-function state unshared between the threads,
+    /// as two devices have it.
+    inc1: Option<RawKernel>,
     spin: RawKernel,
     streams: [RawStream; 2],
     bufs: [RawBuffer; 2],
@@ -149,9 +174,55 @@ struct Bare {
     spin_info: RawBuffer,
 }
 
+impl Bare {
+    /// Two streams, their buffers and the kernels; with `split`, stream 1
+    /// launches a copy of `inc` loaded apart.
+    fn new(split: bool) -> R<Self> {
+        let zeros = bytes(&[0; N]);
+        let bare = Bare {
+            counts: Default::default(),
+            inc: RawKernel::load(INC.source, INC.name)?,
+            inc1: if split {
+                Some(RawKernel::load(INC.source, INC.name)?)
+            } else {
+                None
+            },
+            spin: RawKernel::load(SPIN.source, SPIN.name)?,
+            bufs: [RawBuffer::new(4 * N)?, RawBuffer::new(4 * N)?],
+            info: RawBuffer::new(8)?,
+            flag: RawBuffer::new(4)?,
+            spin_info: RawBuffer::new(8)?,
+            streams: [RawStream::new()?, RawStream::new()?],
+        };
+        bare.bufs[0].upload(&bare.streams[0], &zeros)?;
+        bare.bufs[1].upload(&bare.streams[1], &zeros)?;
+        bare.flag.upload(&bare.streams[0], &zeros[..4])?;
+        bare.info.upload(&bare.streams[0], &words64(&[N as u64]))?;
+        Ok(bare)
+    }
+
+    /// Checks that every small launch ran (each stream's buffer counts
+    /// them).
+    fn check_counts(&self, name: &str) -> R<()> {
+        for s in 0..2 {
+            let want = self.counts[s].load(Ordering::Relaxed) as u32;
+            check(
+                name,
+                &words(&self.bufs[s].download(&self.streams[s])?),
+                want,
+            )?;
+        }
+        Ok(())
+    }
+}
+
 impl Launcher for Bare {
     fn small(&self, s: usize) -> R<()> {
-        self.inc.launch(
+        let inc = match (&self.inc1, s) {
+            (Some(other), 1) => other,
+            _ => &self.inc,
+        };
+        inc.launch(
             &self.streams[s],
             BLOCKS,
             &[self.bufs[s].address, self.info.address],
@@ -177,25 +248,12 @@ impl Launcher for Bare {
 /// bare calls reach on the same driver.
 pub(crate) fn threads() -> R<()> {
     let (secs, trials) = setup();
-    let zeros = bytes(&[0; N]);
     let on_device = OnDevice::<ParkingLock>::new()?;
     let on_std = OnDevice::<StdLock>::new()?;
     let on_spin = OnDevice::<SpinLock>::new()?;
-    let streams = [RawStream::new()?, RawStream::new()?];
-    let bare = Bare {
-        counts: Default::default(),
-        inc: RawKernel::load(INC.source, INC.name)?,
-        spin: RawKernel::load(SPIN.source, SPIN.name)?,
-        bufs: [RawBuffer::new(4 * N)?, RawBuffer::new(4 * N)?],
-        info: RawBuffer::new(8)?,
-        flag: RawBuffer::new(4)?,
-        spin_info: RawBuffer::new(8)?,
-        streams,
-    };
-    bare.bufs[0].upload(&bare.streams[0], &zeros)?;
-    bare.bufs[1].upload(&bare.streams[1], &zeros)?;
-    bare.flag.upload(&bare.streams[0], &zeros[..4])?;
-    bare.info.upload(&bare.streams[0], &words64(&[N as u64]))?;
+    let split = Split([OnDevice::new()?, OnDevice::new()?]);
+    let bare = Bare::new(false)?;
+    let bare_split = Bare::new(true)?;
 
     // The spin's length: timed at 2^24 ticks, scaled to SYNC_MS.
     let probe = 1u64 << 24;
@@ -210,7 +268,12 @@ pub(crate) fn threads() -> R<()> {
     let ticks = ((probe as f64) * SYNC_MS / probe_ms.max(1e-3)) as u64;
     bare.spin_info
         .upload(&bare.streams[0], &words64(&[ticks]))?;
-    for ticks_of in [&on_device.ticks, &on_std.ticks, &on_spin.ticks] {
+    for ticks_of in [
+        &on_device.ticks,
+        &on_std.ticks,
+        &on_spin.ticks,
+        &split.0[0].ticks,
+    ] {
         ticks_of.store(ticks, Ordering::Relaxed);
     }
     let t = Instant::now();
@@ -311,11 +374,21 @@ pub(crate) fn threads() -> R<()> {
     println!(
         "\n  B. sb_inc launches per second (each thread synchronizes its stream every {DRAIN_EVERY})"
     );
+    // Part B adds the split devices: what the threads reach sharing
+    // nothing inside the core.
+    let rated: [(&str, &dyn Launcher); 6] = [
+        launchers[0],
+        launchers[1],
+        launchers[2],
+        launchers[3],
+        ("two Devices, one per thread", &split),
+        ("bare HIP, a kernel module per thread", &bare_split),
+    ];
     // Per launcher, over the trials: one thread's rate, two threads',
     // their ratio.
-    let mut rates: [[Samples; 3]; 4] = Default::default();
+    let mut rates: [[Samples; 3]; 6] = Default::default();
     for _ in 0..trials {
-        for (k, (_, l)) in launchers.iter().enumerate() {
+        for (k, (_, l)) in rated.iter().enumerate() {
             let one = rate(*l, 1, secs)?;
             let two = rate(*l, 2, secs)?;
             for (i, x) in [one, two, two / one].into_iter().enumerate() {
@@ -327,7 +400,7 @@ pub(crate) fn threads() -> R<()> {
         "  {:<40} {:>12} {:>12} {:>9}",
         "", "one thread", "two threads", "two/one"
     );
-    for (k, (name, _)) in launchers.iter().enumerate() {
+    for (k, (name, _)) in rated.iter().enumerate() {
         println!(
             "  {:<40} {:>12.0} {:>12.0} {:>8.2}x",
             name,
@@ -346,22 +419,29 @@ pub(crate) fn threads() -> R<()> {
         },
         rates[0][2].median()
     );
+    println!(
+        "  two threads sharing one Device launch at {:.3} of two Devices' rate: \
+         the most a lock per stream could win back",
+        rates[1][1].median() / rates[4][1].median()
+    );
+    println!(
+        "  (bare HIP with a kernel module per thread: {:.3} of one module's two-thread rate: \
+         what the driver's per-function state costs two threads)",
+        rates[5][1].median() / rates[0][1].median()
+    );
 
     // Every launch ran: each stream's buffer counts its launches.
     let spins = on_device.check_counts("Device")?;
     on_std.check_counts("Device on StdLock")?;
     on_spin.check_counts("Device on SpinLock")?;
-    for s in 0..2 {
-        let want = bare.counts[s].load(Ordering::Relaxed) as u32;
-        check(
-            "bare: launches on a stream",
-            &words(&bare.bufs[s].download(&bare.streams[s])?),
-            want,
-        )?;
+    for d in &split.0 {
+        d.check_counts("two Devices")?;
     }
+    bare.check_counts("bare: launches on a stream")?;
+    bare_split.check_counts("bare, a module per thread: launches on a stream")?;
     let bare_spins = words(&bare.flag.download(&bare.streams[0])?)[0];
     println!(
-        "  results checked: every small launch counted on the device (all four); spinning \
+        "  results checked: every small launch counted on the device (all six); spinning \
          kernels run: Device {spins}, bare {bare_spins}"
     );
     if spins == 0 || bare_spins == 0 {
