@@ -438,7 +438,9 @@ impl<S: Storage> MemoryManager<S> {
                 let mut q = p0;
                 while q < p1 {
                     let e = p1.min(q.saturating_add(most));
-                    self.commit_chunk(c.id, map, (q, e), rounded, progress)?;
+                    // A piece wholly past the page (reached ahead) has no user.
+                    let users = u32::from(q < hi);
+                    self.commit_chunk(c.id, map, (q, e), users, rounded, progress)?;
                     q = e;
                 }
             }
@@ -483,6 +485,7 @@ impl<S: Storage> MemoryManager<S> {
         id: PageId,
         map: u32,
         (g0, g1): (u32, u32),
+        users: u32,
         rounded: u64,
         progress: &mut dyn Progress,
     ) -> Res<(), S> {
@@ -491,7 +494,7 @@ impl<S: Storage> MemoryManager<S> {
         let offset = u64::from(g0) * g;
         self.commit_call(id, offset, bytes, rounded, progress)?;
         let now = self.books.reserves;
-        if self.seg_mut().chunks.add(map, g0, g1, 1, now).is_none() {
+        if self.seg_mut().chunks.add(map, g0, g1, users, now).is_none() {
             // The chunk table is full: give the memory straight back.
             let _ = self.storage.decommit(id, offset, bytes);
             return Err(self.oom(rounded, OomCause::PageLimit { limit: u32::MAX }));

@@ -509,3 +509,31 @@ fn an_idle_large_reservation_goes_back_before_others_grow_past_the_floor() {
         m.free(h).unwrap();
     }
 }
+
+/// Memory a commit reached ahead of a page, in pieces wholly past the page,
+/// was booked as used by a page that never releases it: it outlived every
+/// page and every cleanup (16 KiB with 4 KiB granules, 16 MiB with the
+/// driver's 2 MiB granules, and its reservation with it).
+#[test]
+fn memory_reached_ahead_of_a_page_goes_back_with_nothing_live() {
+    for (granule, big) in [(4 * KIB, 17 * MIB), (2 * MIB, 9u64 << 30)] {
+        let mut m = MemoryManager::new(TestStorage::resizable(granule, 1 << 40), default_layout());
+        let (a, _) = m.reserve(big).unwrap();
+        let (b, _) = m.reserve(big).unwrap();
+        // What is held drops; the high-water mark stays: room to reach ahead.
+        m.free(b).unwrap();
+        let (c, _) = m.reserve(1).unwrap();
+        m.free(c).unwrap();
+        m.free(a).unwrap();
+        m.cleanup().unwrap();
+        assert_eq!(m.report().total().pages, 0);
+        assert_eq!(
+            (m.held_bytes(), m.storage().committed(), m.address_space()),
+            (0, 0, 0),
+            "granule {granule}: memory left with nothing live: {:?}",
+            m.storage().ranges
+        );
+        // Nothing holds the layout in place either.
+        assert!(m.install(default_layout()).is_ok());
+    }
+}
