@@ -59,8 +59,12 @@ impl<T> Arena<T> {
 
     /// An empty arena with room for `n` values before it allocates.
     pub(crate) fn with_capacity(n: usize) -> Self {
+        let mut entries = Vec::new();
+        // A hint: as much of it as the allocator grants (indices are `u32`:
+        // more could never be used), never a panic or an abort.
+        let _ = entries.try_reserve_exact(n.min(u32::MAX as usize));
         Self {
-            entries: Vec::with_capacity(n),
+            entries,
             vacant: NIL,
             len: 0,
         }

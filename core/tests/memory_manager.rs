@@ -11,12 +11,12 @@ mod resizable;
 
 use core::num::NonZeroU64;
 
-use memory_support::{KIB, MIB, TestStorage, default_layout, layout};
+use memory_support::{KIB, MIB, TestError, TestStorage, default_layout, layout};
 use streamcore::memory::{
-    AllocationMode, LayoutPreset, MemoryError, MemoryLayout, MemoryManager, MemoryPolicy, OomCause,
-    PoolKind, PoolSpec,
+    AllocationMode, LayoutPreset, MAX_HELD, MAX_REQUEST, MemoryError, MemoryLayout, MemoryManager,
+    MemoryPolicy, OomCause, PoolKind, PoolSpec,
 };
-use streamcore::platform::{DeviceProperties, ErrorKind, PlatformError};
+use streamcore::platform::{DeviceProperties, ErrorKind, PageId, PlatformError, Storage};
 
 fn manager() -> MemoryManager<TestStorage> {
     MemoryManager::new(TestStorage::new(), default_layout())
@@ -636,4 +636,54 @@ fn close_reports_a_failed_decommit_and_releases_the_rest() {
     for h in [a, b] {
         assert!(matches!(m.free(h), Err(MemoryError::StaleHandle(_))));
     }
+}
+
+/// A storage that never refuses (a lazily backed or counting storage)
+/// cannot overflow the books: the manager holds at most `MAX_HELD` bytes
+/// and refuses past it with a typed out-of-memory (the sums once wrapped,
+/// or panicked in a debug build).
+#[test]
+fn a_storage_that_never_refuses_cannot_overflow_the_books() {
+    #[derive(Debug, Default)]
+    struct Endless(u64);
+    impl Storage for Endless {
+        type Error = TestError;
+        fn alignment(&self) -> u64 {
+            256
+        }
+        fn alloc(&mut self, _: u64) -> Result<PageId, TestError> {
+            self.0 += 1;
+            Ok(PageId(self.0))
+        }
+        fn dealloc(&mut self, _: PageId) {}
+        fn flush(&mut self) -> Result<(), TestError> {
+            Ok(())
+        }
+    }
+    let mut m = MemoryManager::new(Endless::default(), default_layout());
+    let mut held = Vec::new();
+    let refused = loop {
+        match m.reserve(MAX_REQUEST) {
+            Ok((h, _)) => held.push(h),
+            Err(e) => break e,
+        }
+        assert!(held.len() <= 1 << 10, "never refused");
+    };
+    assert!(
+        matches!(
+            refused,
+            MemoryError::OutOfMemory {
+                cause: OomCause::HeldLimit { limit: MAX_HELD },
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    assert!(m.held_bytes() <= MAX_HELD);
+    assert_eq!(held.len() as u64, MAX_HELD / MAX_REQUEST);
+    assert!(refused.to_string().contains("at most"), "{refused}");
+    // Freed, the room comes back.
+    m.free(held.pop().unwrap()).unwrap();
+    m.cleanup().unwrap();
+    held.push(m.reserve(MAX_REQUEST).unwrap().0);
 }

@@ -44,22 +44,37 @@ impl<T, F> DropQueue<T, F> {
     }
 
     /// An empty queue with room for `items` held items and `batches` pending
-    /// batches before it allocates.
+    /// batches before it allocates. The room is a hint: what the allocator
+    /// cannot grant (`usize::MAX`) is left to grow as the queue fills; it
+    /// never panics.
     pub fn with_capacity(policy: FlushPolicy, items: usize, batches: usize) -> Self {
-        Self {
-            engine: Engine::new(
-                VecDeque::with_capacity(items),
-                VecDeque::with_capacity(batches),
-                policy,
-            ),
-        }
+        let mut q = Self::new(policy);
+        let _ = q.try_reserve(items, batches);
+        q
     }
 
     /// Makes room for at least `items` more items and `batches` more pending
     /// batches.
+    ///
+    /// # Panics
+    ///
+    /// Where the room exceeds `isize::MAX` bytes, as `VecDeque::reserve`
+    /// does; [`try_reserve`](Self::try_reserve) answers an error instead.
     pub fn reserve(&mut self, items: usize, batches: usize) {
         self.engine.items_ring_mut().reserve(items);
         self.engine.batches_ring_mut().reserve(batches);
+    }
+
+    /// Makes room for at least `items` more items and `batches` more
+    /// pending batches, or says why the allocator cannot (the queue keeps
+    /// whatever room it already had).
+    pub fn try_reserve(
+        &mut self,
+        items: usize,
+        batches: usize,
+    ) -> Result<(), alloc::collections::TryReserveError> {
+        self.engine.items_ring_mut().try_reserve(items)?;
+        self.engine.batches_ring_mut().try_reserve(batches)
     }
 
     /// Items and batches the queue can hold without allocating.

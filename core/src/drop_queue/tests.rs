@@ -484,3 +484,16 @@ fn flush_with_a_ready_fence() {
     let _ = b.push(1, 1).unwrap();
     assert_eq!(b.flush(1), Flushed::Sealed { items: 1, bytes: 1 });
 }
+
+/// Room is a hint: one the allocator cannot grant leaves the queue empty
+/// and working (never a panic or an abort), and `try_reserve` says so.
+#[test]
+fn an_impossible_capacity_is_a_hint_not_a_panic() {
+    let mut q =
+        DropQueue::<u32, u64>::with_capacity(FlushPolicy::default(), usize::MAX, usize::MAX);
+    assert!(q.try_reserve(usize::MAX, 0).is_err());
+    assert!(q.try_reserve(0, usize::MAX).is_err());
+    assert!(q.try_reserve(4, 2).is_ok());
+    q.push(1, 8);
+    assert_eq!(q.len(), 1);
+}

@@ -55,10 +55,17 @@ impl<V> InfoCache<V> {
 
     /// An empty cache with room for `entries` entries before its slab or its
     /// index allocate. The index is sized so that steady churn at that many
-    /// entries rehashes in place instead of growing.
+    /// entries rehashes in place instead of growing. `entries` is a hint:
+    /// room the allocator cannot grant (`usize::MAX`) is left to grow as
+    /// the cache fills; it never panics.
     pub fn with_capacity(policy: CachePolicy, entries: usize) -> Self {
+        // Entries are indexed by `u32`: more room could never be used.
+        let entries = entries.min(u32::MAX as usize);
+        let mut table = HashTable::new();
+        // An empty table never calls the hasher.
+        let _ = table.try_reserve(entries.saturating_mul(2), |_: &u32| 0);
         Self {
-            table: HashTable::with_capacity(entries.saturating_mul(2)),
+            table,
             slab: Slab::with_capacity(entries),
             hasher: FxBuildHasher::default(),
             policy,

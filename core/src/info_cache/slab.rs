@@ -89,7 +89,11 @@ impl<V> Slab<V> {
     pub(crate) fn with_capacity(entries: usize) -> Self {
         Self {
             nodes: Arena::with_capacity(entries),
-            spare_keys: Vec::with_capacity(entries),
+            spare_keys: {
+                let mut v = Vec::new();
+                let _ = v.try_reserve_exact(entries.min(u32::MAX as usize));
+                v
+            },
             head: NIL,
             tail: NIL,
             linked: 0,

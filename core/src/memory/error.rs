@@ -36,6 +36,13 @@ pub enum OomCause<E> {
         /// The largest reservation, in bytes.
         max: u64,
     },
+    /// The manager would hold more than it can count
+    /// ([`MAX_HELD`](super::MAX_HELD)): only a storage that never refuses
+    /// gets this far.
+    HeldLimit {
+        /// The bound, in bytes.
+        limit: u64,
+    },
 }
 
 /// An error of a [`MemoryManager`](super::MemoryManager), generic over the
@@ -122,6 +129,9 @@ impl<E: fmt::Display> fmt::Display for OomCause<E> {
                 HumanBytes(*page),
                 HumanBytes(*max)
             ),
+            OomCause::HeldLimit { limit } => {
+                write!(f, "a manager holds at most {}", HumanBytes(*limit))
+            }
         }
     }
 }

@@ -3,7 +3,7 @@
 //! storage, with one retry after releasing idle pages on exhaustion.
 
 use super::error::{MemoryError, OomCause};
-use super::manager::MemoryManager;
+use super::manager::{MAX_HELD, MemoryManager};
 use super::pages::Page;
 use super::pool::Engine;
 use super::progress::{NoWait, Progress};
@@ -144,6 +144,14 @@ impl<S: Storage> MemoryManager<S> {
         let limit = self.layout.policy().max_pages;
         if self.pages.count() >= limit {
             return Err(self.oom(rounded, OomCause::PageLimit { limit }));
+        }
+        let held = self
+            .books
+            .reserved
+            .saturating_add(self.books.carved)
+            .saturating_add(self.books.pending);
+        if held.saturating_add(bytes) > MAX_HELD {
+            return Err(self.oom(rounded, OomCause::HeldLimit { limit: MAX_HELD }));
         }
         Ok(())
     }

@@ -22,6 +22,13 @@ use crate::stream::capture::{CaptureState, Phase};
 /// [`MemoryError::InvalidSize`] before any rounding could overflow).
 pub const MAX_REQUEST: u64 = 1 << 56;
 
+/// The most bytes a manager holds from its storage at once (pages,
+/// committed chunks and what waits for a flush; its address reservations
+/// likewise): far past any device, it keeps every sum in the books within
+/// `u64` over a storage that never refuses. A request past it is refused
+/// as out of memory ([`OomCause::HeldLimit`](super::OomCause::HeldLimit)).
+pub const MAX_HELD: u64 = 1 << 62;
+
 /// Pages released by a cleanup.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Released {

@@ -106,6 +106,6 @@ pub use layout::{
     Favour, LayoutError, LayoutPreset, MAX_ALIGNMENT, MAX_PAGE_SIZE, MAX_PAGES, MAX_POOLS,
     MemoryLayout, MemoryPolicy, PoolKind, PoolSpec, StrandGuard,
 };
-pub use manager::{MAX_REQUEST, MemoryManager, Released};
+pub use manager::{MAX_HELD, MAX_REQUEST, MemoryManager, Released};
 pub use progress::{NoWait, Progress};
 pub use report::{HumanBytes, MemoryReport, PoolReport};

@@ -57,7 +57,8 @@ impl<S: Storage> MemoryManager<S> {
     /// [`MemoryError::CaptureElsewhere`] before the storage is asked (what
     /// the manager holds still serves; the recording stream's own manager
     /// refuses with [`MemoryError::AllocationInCapture`] first). Resuming
-    /// flushes what is pending.
+    /// flushes what is pending, unless this manager's own stream records a
+    /// capture: then it waits for the next flush after it.
     pub fn hold_flushes(&mut self, hold: bool) -> Result<(), MemoryError<S::Error>> {
         self.flushes_held = hold;
         if !hold && self.books.pending > 0 {
@@ -67,8 +68,12 @@ impl<S: Storage> MemoryManager<S> {
         Ok(())
     }
 
+    /// Flushes the storage, unless flushes are held or this manager's own
+    /// stream records a capture (a flush synchronizes: inside the capture
+    /// it would invalidate it): what is pending then waits for the next
+    /// flush.
     pub(super) fn flush(&mut self) -> Result<(), MemoryError<S::Error>> {
-        if self.flushes_held {
+        if self.flushes_held || self.capture.is_recording() {
             return Ok(());
         }
         self.storage

@@ -40,7 +40,7 @@
 use super::chunks::ChunkTable;
 use super::error::{MemoryError, OomCause};
 use super::large::LARGE_LANE;
-use super::manager::MemoryManager;
+use super::manager::{MAX_HELD, MemoryManager};
 use super::progress::Progress;
 use super::rounding::{round_up, shr};
 use super::tlsf::SlicedEngine;
@@ -268,6 +268,14 @@ impl<S: Storage> MemoryManager<S> {
     /// A new reservation large enough for a page of `bytes`.
     fn add_reservation(&mut self, bytes: u64, rounded: u64, lane: usize) -> Res<(), S> {
         self.check_carvable(bytes, rounded)?;
+        // An address reservation is a storage call like any other: none
+        // inside a capture, none while another stream records.
+        if self.capture.is_recording() {
+            return Err(MemoryError::AllocationInCapture { bytes: rounded });
+        }
+        if self.flushes_held {
+            return Err(MemoryError::CaptureElsewhere { bytes: rounded });
+        }
         let g = self.seg().chunks.granule();
         let Some(need) = round_up(bytes, g) else {
             return Err(MemoryError::InvalidSize { size: rounded });
@@ -285,6 +293,9 @@ impl<S: Storage> MemoryManager<S> {
         } else {
             self.seg().reservation_size()
         };
+        if self.address_space().saturating_add(size) > MAX_HELD {
+            return Err(self.oom(rounded, OomCause::HeldLimit { limit: MAX_HELD }));
+        }
         let id = match self.storage.reserve(size) {
             Ok(id) => id,
             Err(e) if e.kind() == ErrorKind::OutOfMemory => {

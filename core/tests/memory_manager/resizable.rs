@@ -537,3 +537,70 @@ fn memory_reached_ahead_of_a_page_goes_back_with_nothing_live() {
         assert!(m.install(default_layout()).is_ok());
     }
 }
+
+/// Inside a capture, and while another stream records (flushes held), the
+/// storage is asked for nothing: no commit, no page and no new address
+/// reservation either (a reservation was once asked for before the commit
+/// that was refused).
+#[test]
+fn no_reservation_is_asked_for_inside_a_capture_or_while_flushes_are_held() {
+    for (held, first) in [(false, 0), (true, 0), (false, MIB), (true, MIB)] {
+        let mut m = resizable();
+        // With and without a reservation already there.
+        let a = (first > 0).then(|| m.reserve(first).unwrap().0);
+        if held {
+            m.hold_flushes(true).unwrap();
+        } else {
+            m.prepare().unwrap();
+            m.begin_capture().unwrap();
+        }
+        let s = m.storage();
+        let before = (s.reserve_calls, s.alloc_calls, s.commit_calls);
+        for size in [1000, 3 * MIB, 64 * MIB, 600 * MIB, 2 << 30] {
+            match m.reserve(size) {
+                Err(MemoryError::AllocationInCapture { .. }) if !held => {}
+                Err(MemoryError::CaptureElsewhere { .. }) if held => {}
+                // Past any reservation: refused before the storage too.
+                Err(MemoryError::OutOfMemory { .. }) => {}
+                // Served by what the manager holds (the storage unasked,
+                // checked below).
+                Ok((h, _)) if first > 0 => m.free(h).unwrap(),
+                other => panic!("held {held}, {size} B: {other:?}"),
+            }
+            let s = m.storage();
+            assert_eq!(
+                (s.reserve_calls, s.alloc_calls, s.commit_calls),
+                before,
+                "held {held}, first {first}: {size} B asked the storage"
+            );
+        }
+        if let Some(a) = a {
+            m.free(a).unwrap();
+        }
+    }
+}
+
+/// Resuming flushes while the manager's own stream records would
+/// synchronize inside the capture: what is pending waits for the next
+/// flush outside it.
+#[test]
+fn resuming_flushes_inside_the_managers_own_capture_flushes_nothing() {
+    let mut m = MemoryManager::new(TestStorage::new(), default_layout());
+    // Past every pool: a dedicated page, handed back at its free.
+    let (h, _) = m.reserve(1 << 30).unwrap();
+    m.free(h).unwrap();
+    m.hold_flushes(true).unwrap();
+    m.cleanup().unwrap();
+    let pending = m.storage().pending_bytes();
+    assert!(pending > 0, "the page waits for a flush");
+    let flushes = m.storage().flushes;
+    m.prepare().unwrap();
+    m.begin_capture().unwrap();
+    m.hold_flushes(false).unwrap();
+    assert_eq!(m.storage().flushes, flushes, "flushed inside the capture");
+    assert_eq!(m.storage().pending_bytes(), pending);
+    m.end_capture(|_| {}).unwrap();
+    m.cleanup().unwrap();
+    assert_eq!(m.storage().pending_bytes(), 0);
+    assert_eq!(m.held_bytes(), 0);
+}

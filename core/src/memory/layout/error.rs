@@ -32,7 +32,7 @@ pub enum LayoutError {
         pool: usize,
         /// Its cap.
         cap: u64,
-        /// Its page size.
+        /// Its page size, rounded up to the alignment.
         page: u64,
     },
     /// The page budget exceeds [`MAX_PAGES`] (or is zero).
@@ -70,7 +70,7 @@ pub enum LayoutError {
     PageLargerThanDevice {
         /// The pool's index in the list.
         pool: usize,
-        /// Its page size.
+        /// Its page size, rounded up to the alignment.
         page: u64,
         /// The device's memory.
         total: u64,

@@ -41,6 +41,12 @@ pub const MAX_ALIGNMENT: u64 = 1 << 30;
 /// accepts, [`MAX_REQUEST`](super::MAX_REQUEST)).
 pub const MAX_PAGE_SIZE: u64 = super::MAX_REQUEST;
 
+/// `page` rounded up to `alignment` (both within the layout's limits, so
+/// the rounding cannot overflow; saturates if it could).
+fn aligned(page: u64, alignment: u64) -> u64 {
+    super::rounding::round_up(page, alignment).unwrap_or(u64::MAX)
+}
+
 /// A validated pool layout and its policy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryLayout {
@@ -98,12 +104,10 @@ impl MemoryLayout {
                 });
             }
             if let Some(cap) = p.cap {
-                if cap < p.page_size {
-                    return Err(LayoutError::CapSmallerThanPage {
-                        pool: i,
-                        cap,
-                        page: p.page_size,
-                    });
+                // A page costs its size rounded to the alignment.
+                let page = aligned(p.page_size, alignment);
+                if cap < page {
+                    return Err(LayoutError::CapSmallerThanPage { pool: i, cap, page });
                 }
             }
             if p.max_slice <= previous {
@@ -120,6 +124,8 @@ impl MemoryLayout {
 
     /// Whether every page of this layout fits a device of `total` bytes
     /// (0: unknown, always fits): else the first pool whose page does not.
+    /// A page counts at its size rounded up to the alignment, what the
+    /// manager asks its storage for.
     pub fn fits(&self, total: u64) -> Result<(), LayoutError> {
         if total == 0 {
             return Ok(());
@@ -128,7 +134,7 @@ impl MemoryLayout {
             let page = match p.kind {
                 // Exclusive pages are sized to their requests.
                 PoolKind::Exclusive => self.alignment,
-                _ => p.page_size,
+                _ => aligned(p.page_size, self.alignment),
             };
             if page > total {
                 return Err(LayoutError::PageLargerThanDevice {

@@ -52,7 +52,9 @@ impl MemoryLayout {
     /// few streams and the staging pool fit on a device of a few hundred
     /// KiB; the largest exclusive page is the device's largest page (at
     /// least 16 MiB, at most its memory). A `total_memory` of 0 counts as
-    /// unknown (no limit).
+    /// unknown (no limit). The layout fits the device
+    /// ([`fits`](Self::fits)): on one of only a few pages of the alignment,
+    /// where the preset's pools would not, it is one exclusive pool.
     ///
     /// Properties out of range never panic: a largest page above
     /// [`MAX_PAGE_SIZE`] counts as that limit, and an alignment that is not
@@ -70,7 +72,10 @@ impl MemoryLayout {
 
     /// A preset, or why the device's properties cannot have one: an
     /// alignment that is not a power of two of at most [`MAX_ALIGNMENT`],
-    /// or less memory than one page of the alignment.
+    /// or less memory than one page of the alignment. The layout always
+    /// [`fits`](Self::fits) the device: where the preset's pools would not
+    /// (a device of a few pages of the alignment), it is one pool of
+    /// exclusive pages.
     pub fn try_preset(preset: LayoutPreset, props: &DeviceProperties) -> Result<Self, LayoutError> {
         if !props.alignment.is_power_of_two() || props.alignment > MAX_ALIGNMENT {
             return Err(LayoutError::BadAlignment {
@@ -132,10 +137,13 @@ impl MemoryLayout {
             }
         }
         match Self::new(&pools, alignment, MemoryPolicy::default()) {
-            Ok(layout) => layout,
+            // A device too small for the preset's pools at this alignment
+            // (a few pages of it) gets exclusive pages, sized to their
+            // requests, which fit wherever one aligned page does.
+            Ok(layout) if layout.fits(total).is_ok() => layout,
             // The presets are built to be valid for any properties in range;
             // fall back to the simplest valid layout if a change breaks that.
-            Err(_) => Self {
+            _ => Self {
                 pools: alloc::vec![PoolSpec::exclusive(max_page)],
                 alignment,
                 policy: MemoryPolicy::default(),

@@ -262,3 +262,72 @@ fn each_invalid_layout_has_its_error() {
         "{text}"
     );
 }
+
+/// Every preset fits the device it was made for, whatever its alignment:
+/// pages count at their size rounded to the alignment (a 2 MiB alignment on
+/// a 6 MiB device once gave 8 MiB sliced pages), and a layout that cannot
+/// keep its pools on so small a device falls back to exclusive pages.
+#[test]
+fn presets_fit_their_device_at_every_alignment() {
+    for alignment in [256, 4 * KIB, 64 * KIB, 2 * MIB, MAX_ALIGNMENT] {
+        for total in [
+            alignment,
+            alignment + 1,
+            3 * alignment,
+            6 * MIB,
+            7 * MIB + 256,
+            16 * MIB,
+            100 * MIB,
+            1 << 34,
+        ] {
+            if total < alignment {
+                continue;
+            }
+            for max_page_size in [0, alignment + 1, total / 3, total] {
+                let p = DeviceProperties {
+                    total_memory: total,
+                    max_page_size,
+                    alignment,
+                    integrated: false,
+                };
+                for preset in [
+                    LayoutPreset::Balanced,
+                    LayoutPreset::ExclusivePages,
+                    LayoutPreset::Sliced,
+                ] {
+                    let what = alloc::format!("{preset:?} align {alignment} total {total}");
+                    let l = MemoryLayout::try_preset(preset, &p).unwrap();
+                    assert_eq!(l.fits(total), Ok(()), "{what}: {:?}", l.pools());
+                    assert_eq!(MemoryLayout::preset(preset, &p), l, "{what}");
+                }
+            }
+        }
+    }
+}
+
+/// A page costs its size rounded up to the alignment: a cap or a device
+/// between the two holds no page.
+#[test]
+fn pages_count_at_their_aligned_size() {
+    let pol = MemoryPolicy::default();
+    let odd = PoolSpec::sliced(5 * MIB, MIB);
+    let l = MemoryLayout::new(&[odd], 2 * MIB, pol).unwrap();
+    assert_eq!(l.fits(6 * MIB), Ok(()));
+    assert_eq!(
+        l.fits(5 * MIB),
+        Err(LayoutError::PageLargerThanDevice {
+            pool: 0,
+            page: 6 * MIB,
+            total: 5 * MIB
+        })
+    );
+    assert_eq!(
+        MemoryLayout::new(&[odd.with_cap(5 * MIB)], 2 * MIB, pol),
+        Err(LayoutError::CapSmallerThanPage {
+            pool: 0,
+            cap: 5 * MIB,
+            page: 6 * MIB
+        })
+    );
+    assert!(MemoryLayout::new(&[odd.with_cap(6 * MIB)], 2 * MIB, pol).is_ok());
+}
