@@ -494,6 +494,6 @@ fn an_impossible_capacity_is_a_hint_not_a_panic() {
     assert!(q.try_reserve(usize::MAX, 0).is_err());
     assert!(q.try_reserve(0, usize::MAX).is_err());
     assert!(q.try_reserve(4, 2).is_ok());
-    q.push(1, 8);
+    let _ = q.push(1, 8);
     assert_eq!(q.len(), 1);
 }
