@@ -221,17 +221,14 @@ fn a_bad_layout_with_hip_is_refused_before_the_runtime_is_loaded() {
         r#"{"pools": [{"kind": "sliced", "page_size": "1 TiB", "max_slice": "1 MiB"}]}"#,
     )
     .unwrap();
-    let out = no_hip_runtime(
-        "no-rocm-bad-layout",
-        &[&"--platform", &"hip", &"--layout", &huge, &t],
-    );
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(
-        err.starts_with("streamcore: --platform hip: no usable HIP runtime"),
-        "{err}"
-    );
+    common::assert_no_hip_runtime([
+        "replay".as_ref(),
+        "--platform".as_ref(),
+        "hip".as_ref(),
+        "--layout".as_ref(),
+        huge.as_os_str(),
+        t.as_os_str(),
+    ]);
 }
 
 /// `streamcore replay ARGS` where the only place to look for the HIP
