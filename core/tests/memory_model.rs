@@ -319,6 +319,9 @@ fn run_with(
                         l.touched,
                     ));
                     live[i].owned = false;
+                    // Captured work may touch it on every replay: the
+                    // window keeps it and the graph gets it.
+                    live[i].in_capture |= phase == Phase::Capture;
                 } else {
                     let ok = matches!(r, Err(MemoryError::AlreadyFreed(_)));
                     prop_assert!(ok, "unexpected result");
@@ -347,6 +350,7 @@ fn run_with(
                 if live[i].owned {
                     prop_assert!(r.is_ok());
                     live[i].owned = false;
+                    live[i].in_capture |= phase == Phase::Capture;
                 } else {
                     {
                         let ok = matches!(r, Err(MemoryError::AlreadyFreed(_)));

@@ -7,7 +7,7 @@ use super::handle::SliceHandle;
 use super::layout::PoolKind;
 use super::manager::MemoryManager;
 use super::pool::Engine;
-use super::slots::{OWNER, PIN, Slot};
+use super::slots::{OWNER, PIN, Slot, WINDOW};
 use super::tlsf::NIL;
 use crate::platform::Storage;
 
@@ -21,13 +21,30 @@ impl<S: Storage> MemoryManager<S> {
     /// through its fence-gated drop queue). A slice that queued work of the
     /// manager's own stream may still touch is freed with
     /// [`free_ordered`](Self::free_ordered).
+    ///
+    /// Inside a capture the captured work may touch the slice on every
+    /// replay, whenever it was reserved: the window keeps it (its bytes
+    /// serve nothing else), and [`end_capture`](Self::end_capture) hands it
+    /// to the graph like the slices reserved inside.
     pub fn free(&mut self, h: SliceHandle) -> Result<(), MemoryError<S::Error>> {
         let s = self.slot(h)?;
         if s.holds & OWNER == 0 {
             return Err(MemoryError::AlreadyFreed(h));
         }
-        self.drop_hold(h.index, OWNER);
+        self.drop_owner(h.index);
         Ok(())
+    }
+
+    /// Drops the owner's hold; inside a capture the window takes one first.
+    pub(super) fn drop_owner(&mut self, index: u32) {
+        if self.capture.is_recording() {
+            let s = &mut self.slots[index];
+            if s.holds & WINDOW == 0 {
+                s.holds |= WINDOW;
+                self.window.push(index);
+            }
+        }
+        self.drop_hold(index, OWNER);
     }
 
     /// Releases a graph's pin on a slice returned by

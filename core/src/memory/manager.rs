@@ -106,9 +106,11 @@ impl Books {
 /// even after its owner frees it, so the pools grow to the window's whole
 /// working set; `begin_capture` gives the retained slices back; inside the
 /// capture no storage allocation happens (a reserve that would need one fails
-/// with [`MemoryError::AllocationInCapture`]) and slices are not reused after
-/// a free; [`end_capture`](Self::end_capture) hands every slice reserved in
-/// the capture to the caller, pinned until [`unpin`](Self::unpin).
+/// with [`MemoryError::AllocationInCapture`]) and no slice freed inside it
+/// is reused, whenever it was reserved (the captured work may touch it on
+/// every replay); [`end_capture`](Self::end_capture) hands every slice
+/// reserved or freed in the capture to the caller, pinned until
+/// [`unpin`](Self::unpin).
 #[derive(Debug)]
 pub struct MemoryManager<S: Storage> {
     pub(super) storage: S,

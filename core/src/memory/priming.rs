@@ -45,8 +45,9 @@ impl<S: Storage> MemoryManager<S> {
         self.window.clear();
     }
 
-    /// `Capture → NoCapture`: every slice reserved inside the capture is
-    /// passed to `sink` and pinned for the graph until [`unpin`](Self::unpin).
+    /// `Capture → NoCapture`: every slice reserved inside the capture, and
+    /// every older slice freed inside it, is passed to `sink` and pinned for
+    /// the graph until [`unpin`](Self::unpin).
     pub fn end_capture(
         &mut self,
         mut sink: impl FnMut(CapturedSlice),

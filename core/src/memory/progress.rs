@@ -76,7 +76,7 @@ impl<S: Storage> MemoryManager<S> {
                 seg.set_fence(cursor);
             }
         }
-        self.drop_hold(h.index, OWNER);
+        self.drop_owner(h.index);
         Ok(())
     }
 

@@ -118,3 +118,50 @@ fn capture_transitions_out_of_order_are_rejected() {
     m.end_capture(|_| none += 1).unwrap();
     assert_eq!(none, 0);
 }
+
+/// A slice reserved before the capture and freed inside it may be touched by
+/// the captured work on every replay: its bytes serve nothing else inside
+/// the window, and the graph keeps them until it unpins them.
+#[test]
+fn a_slice_freed_inside_the_capture_is_not_reused_and_stays_with_the_graph() {
+    for size in [100, 40 * KIB, 2 * MIB, 5 * MIB] {
+        let mut m = manager();
+        let (old, old_range) = m.reserve(size).unwrap();
+        m.prepare().unwrap();
+        // The warm-up reserves what the capture will (a second slice of the
+        // same size), so the capture needs no storage allocation.
+        let (warm, _) = m.reserve(size).unwrap();
+        m.free(warm).unwrap();
+        m.begin_capture().unwrap();
+        m.free(old).unwrap();
+        assert!(matches!(m.free(old), Err(MemoryError::AlreadyFreed(_))));
+        let (new, new_range) = m.reserve(size).unwrap();
+        assert!(
+            new_range.offset + new_range.len <= old_range.offset
+                || old_range.offset + old_range.len <= new_range.offset
+                || new_range.page != old_range.page,
+            "{size} B: the capture reused a slice it freed: {old_range:?} / {new_range:?}"
+        );
+        m.free(new).unwrap();
+        let mut captured: Vec<CapturedSlice> = Vec::new();
+        m.end_capture(|s| captured.push(s)).unwrap();
+        assert!(
+            captured.iter().any(|s| s.range == old_range),
+            "{size} B: the freed slice is pinned for the graph"
+        );
+        // After the capture its bytes still belong to the graph.
+        let (after, after_range) = m.reserve(size).unwrap();
+        assert!(
+            after_range.offset + after_range.len <= old_range.offset
+                || old_range.offset + old_range.len <= after_range.offset
+                || after_range.page != old_range.page,
+            "{size} B: an eager reserve got the graph's bytes"
+        );
+        m.free(after).unwrap();
+        for s in &captured {
+            m.unpin(s.handle).unwrap();
+        }
+        assert_eq!(m.report().total().slices, 0, "{size} B");
+        assert_eq!(m.report().total().in_use, 0, "{size} B");
+    }
+}
