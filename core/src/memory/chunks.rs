@@ -283,7 +283,9 @@ impl ChunkTable {
     }
 
     /// Records a chunk committed over `[start, end)` with `users` users.
-    /// `None` when the table is full (nothing recorded).
+    /// `None` when the table is full or its map cannot grow that far (the
+    /// host is out of memory: 4 bytes a granule up to the map's extent);
+    /// nothing is recorded then.
     pub(super) fn add(
         &mut self,
         map: u32,
@@ -292,6 +294,9 @@ impl ChunkTable {
         users: u32,
         now: u64,
     ) -> Option<u32> {
+        let granules = &mut self.maps[map].granules;
+        let more = (end as usize).saturating_sub(granules.len());
+        granules.try_reserve(more).ok()?;
         let c = self
             .chunks
             .insert(Chunk {
