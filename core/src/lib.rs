@@ -149,6 +149,18 @@
 //! platform, for platform authors). `streamcore demo` tells the same story
 //! as above, step by step.
 //!
+//! ## Features and targets
+//!
+//! With no features the core needs only `core` and `alloc`: it builds for
+//! hosts and for firmware targets alike (`thumbv7em-none-eabihf`,
+//! `riscv32imac-unknown-none-elf`; no 64-bit atomics are used), where the
+//! default lock is [`SpinLock`](device::SpinLock) and
+//! [`MaskedLock`](device::MaskedLock) shares a device with interrupt
+//! handlers. The `std` feature adds what needs an operating system — the
+//! parking lock (`device::ParkingLock`, then the default) —
+//! and so builds only for targets with `std`: asking for it on a bare-metal
+//! target (`target_os = "none"`) stops the build with a message that says so.
+//!
 //! ## Modules
 //!
 //! | module | what |
@@ -167,6 +179,11 @@
 #![forbid(unsafe_code)]
 
 extern crate alloc;
+#[cfg(all(feature = "std", target_os = "none"))]
+compile_error!(
+    "streamcore: the `std` feature needs a target with std; on a bare-metal \
+     target build without it (the default lock is then `SpinLock`)"
+);
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
