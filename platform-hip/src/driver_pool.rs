@@ -55,7 +55,7 @@ impl HipPlatform {
     /// `hipMallocAsync` of `size` bytes on `stream`, from the device's
     /// default pool. Out of memory is an error of kind `OutOfMemory`.
     pub fn pool_alloc(&self, stream: &mut HipStream, size: u64) -> Result<PoolBlock, HipError> {
-        crate::runtime::require("hipMallocAsync", |e| e.pool)?;
+        self.require_pool("hipMallocAsync")?;
         let bytes = usize::try_from(size.max(1))
             .map_err(|_| HipError::invalid("hipMallocAsync", "size exceeds the address space"))?;
         let mut raw: *mut c_void = ptr::null_mut();
@@ -78,7 +78,7 @@ impl HipPlatform {
         stream: &mut HipStream,
         block: PoolBlock,
     ) -> Result<(), (PoolBlock, HipError)> {
-        if let Err(e) = crate::runtime::require("hipFreeAsync", |e| e.pool) {
+        if let Err(e) = self.require_pool("hipFreeAsync") {
             return Err((block, e));
         }
         // SAFETY: the block came from `hipMallocAsync` and is freed once
@@ -96,7 +96,7 @@ impl HipPlatform {
         byte: u8,
     ) -> Result<(), HipError> {
         let len = len.min(block.size);
-        memset(stream, block.address, len, byte)
+        self.memset(stream, block.address, len, byte)
     }
 
     /// Queues `hipMemsetAsync` of `range` to `byte` on `stream`; refused
@@ -111,7 +111,7 @@ impl HipPlatform {
         let pages = self.shared.pages.device();
         let start = pages.address("hipMemsetAsync", range.page, range.offset, range.len)?;
         stream.note(PageUse::device(range));
-        memset(stream, start, range.len, byte)
+        self.memset(stream, start, range.len, byte)
     }
 
     /// Free and total device memory (`hipMemGetInfo`).
@@ -126,19 +126,35 @@ impl HipPlatform {
             total: total as u64,
         })
     }
-}
 
-fn memset(stream: &mut HipStream, start: u64, len: u64, byte: u8) -> Result<(), HipError> {
-    if len == 0 {
-        return Ok(());
+    /// An error naming `call` unless the runtime has the driver's pool
+    /// calls (checked once, when the platform was made).
+    fn require_pool(&self, call: &'static str) -> Result<(), HipError> {
+        if self.entry.pool {
+            Ok(())
+        } else {
+            Err(crate::runtime::lacks(call))
+        }
     }
-    crate::runtime::require("hipMemsetAsync", |e| e.pool)?;
-    let bytes = usize::try_from(len)
-        .map_err(|_| HipError::invalid("hipMemsetAsync", "length exceeds the address space"))?;
-    // SAFETY: the stream is live; the range is a device range, only
-    // dereferenced by the device (a bad one faults there and is reported as
-    // a HIP error, never host memory damage), as for the copies.
-    check("hipMemsetAsync", unsafe {
-        hip::hipMemsetAsync(start as *mut c_void, i32::from(byte), bytes, stream.raw)
-    })
+
+    fn memset(
+        &self,
+        stream: &mut HipStream,
+        start: u64,
+        len: u64,
+        byte: u8,
+    ) -> Result<(), HipError> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.require_pool("hipMemsetAsync")?;
+        let bytes = usize::try_from(len)
+            .map_err(|_| HipError::invalid("hipMemsetAsync", "length exceeds the address space"))?;
+        // SAFETY: the stream is live; the range is a device range, only
+        // dereferenced by the device (a bad one faults there and is reported as
+        // a HIP error, never host memory damage), as for the copies.
+        check("hipMemsetAsync", unsafe {
+            hip::hipMemsetAsync(start as *mut c_void, i32::from(byte), bytes, stream.raw)
+        })
+    }
 }

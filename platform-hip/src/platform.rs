@@ -17,6 +17,7 @@ use crate::graph::{self, HipGraph};
 use crate::host_storage::HipHostStorage;
 use crate::kernel::HipKernel;
 use crate::properties;
+use crate::runtime::EntryPoints;
 use crate::shared::Shared;
 use crate::storage::HipStorage;
 use crate::stream::HipStream;
@@ -62,8 +63,9 @@ pub struct HipPlatform {
     name: String,
     /// The virtual-memory granularity, when the device supports it.
     vmm_granularity: Option<u64>,
-    /// Whether the runtime has the graph-capture calls.
-    graphs: bool,
+    /// Which optional groups of entry points the runtime has (checked once,
+    /// when the platform was made).
+    pub(crate) entry: EntryPoints,
     storage: StoragePreference,
     /// Memory held so only a given amount stays free (`leave_free`).
     pub(crate) ballast: Vec<Ballast>,
@@ -126,7 +128,7 @@ impl HipPlatform {
             properties,
             name,
             vmm_granularity,
-            graphs: entry.graphs,
+            entry,
             storage: StoragePreference::Auto,
             ballast: Vec::new(),
             ballast_bytes: 0,
@@ -227,7 +229,7 @@ impl Platform for HipPlatform {
     /// Events are created without timing.
     fn capabilities(&self) -> Capabilities {
         let mut caps = Capabilities::RUNTIME_COMPILATION;
-        if self.graphs {
+        if self.entry.graphs {
             caps |= Capabilities::GRAPH_CAPTURE;
         }
         if self.properties.integrated {
@@ -240,7 +242,7 @@ impl Platform for HipPlatform {
     }
 
     fn capture(&self) -> Option<&Self> {
-        self.graphs.then_some(self)
+        self.entry.graphs.then_some(self)
     }
 
     fn create_stream(&self) -> Result<HipStream, HipError> {

@@ -111,19 +111,11 @@ pub(crate) fn entry_points() -> Result<EntryPoints, HipError> {
         .map_err(|why| HipError::not_loaded(why))
 }
 
-/// Whether the optional group the platform is about to call is there (an
-/// error naming `call` otherwise).
-pub(crate) fn require(
-    call: &'static str,
-    group: impl Fn(&EntryPoints) -> bool,
-) -> Result<(), HipError> {
-    if group(&entry_points()?) {
-        Ok(())
-    } else {
-        Err(HipError::not_loaded(&format!(
-            "the HIP runtime lacks {call} (and the calls that go with it)"
-        )))
-    }
+/// The error for a call of an optional group the runtime lacks.
+pub(crate) fn lacks(call: &'static str) -> HipError {
+    HipError::not_loaded(&format!(
+        "the HIP runtime lacks {call} (and the calls that go with it)"
+    ))
 }
 
 fn check() -> Result<EntryPoints, String> {
