@@ -13,6 +13,17 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bin="$here/../bin"
 runs="${1:-1}"
+for b in hip_suite platform_tests device_vs_hip; do
+    if [[ ! -x "$bin/$b" ]]; then
+        echo "check.sh: no $bin/$b: run this copy of check.sh from a folder carry.sh made" \
+            "(carry.sh DIR, then DIR/nvidia/check.sh)" >&2
+        exit 2
+    fi
+done
+if ! [[ "$runs" =~ ^[1-9][0-9]*$ ]]; then
+    echo "check.sh: BENCH_RUNS must be a positive whole number, not '$runs'" >&2
+    exit 2
+fi
 export LOG_DIR="${LOG_DIR:-$here/logs}"
 mkdir -p "$LOG_DIR"
 
