@@ -89,7 +89,7 @@ def load(path):
                 peak = max(peak, cur)
             elif obj["op"] == "free":
                 if obj["id"] not in live:
-                    raise ValueError(f"{path}: free of unknown id {obj['id']} at line {n + 1}")
+                    raise ValueError(f"free of unknown id {obj['id']} at line {n + 1}")
                 cur -= live.pop(obj["id"])
                 events.append((1, obj["id"], 0, 0))
     name = os.path.basename(path)
@@ -159,6 +159,17 @@ def torch_or_none():
     return torch
 
 
+def load_error(path):
+    """Why `path` does not parse as a trace (one line), or None."""
+    try:
+        load(path)
+    except (OSError, EOFError, ValueError) as e:
+        return str(e)
+    except (KeyError, TypeError) as e:
+        return f"not a trace ({type(e).__name__}: {e})"
+    return None
+
+
 def run_in_process(torch, args):
     torch.cuda.init()
     torch.empty(1, device="cuda")  # context and allocator up before any measurement
@@ -212,9 +223,24 @@ def main():
         print(f"torch_replay: {path}: {why}", file=sys.stderr)
     if bad:
         return 1
+    ok = True
+    if not args.no_header:
+        # Checked once here, not once per allocator's process: a trace that
+        # does not parse is reported once and left out.
+        good = []
+        for path in args.traces:
+            why = load_error(path)
+            if why:
+                print(f"torch_replay: {path}: {why}", file=sys.stderr)
+                ok = False
+            else:
+                good.append(path)
+        if not good:
+            return 1
+        args.traces = good
     torch = torch_or_none()
     if torch is None:
-        return SKIPPED
+        return SKIPPED if ok else 1
     if not args.no_header:
         print(COLUMNS, flush=True)
     if args.allocator != "all":
@@ -230,15 +256,16 @@ def main():
                 env["PYTORCH_CUDA_ALLOC_CONF"] = conf
             cmd = [sys.executable, __file__, "--no-header", "--allocator", args.allocator]
             cmd += ["--touch"] if args.touch else []
-            return subprocess.call(cmd + args.traces, env=env)
-        return run_in_process(torch, args)
+            rc = subprocess.call(cmd + args.traces, env=env)
+            return rc or (0 if ok else 1)
+        return run_in_process(torch, args) or (0 if ok else 1)
     status = 0
     for name in ALLOCATORS:
         cmd = [sys.executable, __file__, "--no-header", "--allocator", name]
         cmd += ["--touch"] if args.touch else []
         rc = subprocess.call(cmd + args.traces)
         status = status or rc
-    return status
+    return status or (0 if ok else 1)
 
 
 if __name__ == "__main__":
