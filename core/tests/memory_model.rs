@@ -132,7 +132,8 @@ struct Live {
     in_capture: bool,
     /// Reserved in the warm-up (retained until begin / abort).
     in_prepare: bool,
-    pinned: bool,
+    /// Graphs pinning it (one per `end_capture` that handed it out).
+    pins: u8,
     cursor: u64,
     /// The stream cursor of the command that touched it (stream order).
     touched: u64,
@@ -140,7 +141,7 @@ struct Live {
 
 impl Live {
     fn alive(&self) -> bool {
-        self.owned || self.in_capture || self.in_prepare || self.pinned
+        self.owned || self.in_capture || self.in_prepare || self.pins > 0
     }
 }
 
@@ -290,7 +291,7 @@ fn run_with(
                             owned: true,
                             in_capture: phase == Phase::Capture,
                             in_prepare: phase == Phase::Prepare,
-                            pinned: false,
+                            pins: 0,
                             cursor: 0,
                             touched: submitted,
                         });
@@ -372,9 +373,9 @@ fn run_with(
                 }
                 let i = i % live.len();
                 let r = m.unpin(live[i].handle);
-                if live[i].pinned {
+                if live[i].pins > 0 {
                     prop_assert!(r.is_ok());
-                    live[i].pinned = false;
+                    live[i].pins -= 1;
                 } else {
                     {
                         let ok = matches!(r, Err(MemoryError::NotPinned(_)));
@@ -467,7 +468,7 @@ fn run_with(
                     prop_assert_eq!(got, want);
                     for l in live.iter_mut().filter(|l| l.in_capture) {
                         l.in_capture = false;
-                        l.pinned = true;
+                        l.pins += 1;
                     }
                 }
             }

@@ -48,13 +48,19 @@ impl<S: Storage> MemoryManager<S> {
     }
 
     /// Releases a graph's pin on a slice returned by
-    /// [`end_capture`](Self::end_capture).
+    /// [`end_capture`](Self::end_capture). A slice two graphs pin (reserved
+    /// in one capture, freed in a later one) stays until both unpinned it:
+    /// each `end_capture` that handed it out owes one `unpin`.
     pub fn unpin(&mut self, h: SliceHandle) -> Result<(), MemoryError<S::Error>> {
         let s = self.slot(h)?;
         if s.holds & PIN == 0 {
             return Err(MemoryError::NotPinned(h));
         }
-        self.drop_hold(h.index, PIN);
+        let s = &mut self.slots[h.index];
+        s.pins = s.pins.saturating_sub(1);
+        if s.pins == 0 {
+            self.drop_hold(h.index, PIN);
+        }
         Ok(())
     }
 

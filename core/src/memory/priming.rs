@@ -59,6 +59,7 @@ impl<S: Storage> MemoryManager<S> {
             };
             let s = &mut self.slots[i];
             s.holds = (s.holds & !WINDOW) | PIN;
+            s.pins = s.pins.saturating_add(1);
             sink(CapturedSlice {
                 handle: SliceHandle {
                     index: i,

@@ -114,6 +114,7 @@ impl<S: Storage> MemoryManager<S> {
         let window = if self.capture.is_open() { WINDOW } else { 0 };
         let slot = Slot {
             holds: OWNER | window,
+            pins: 0,
             pool: pool as u8,
             block,
             page,

@@ -25,6 +25,9 @@ pub(super) struct Slot {
     pub holds: u8,
     /// The pool it came from.
     pub pool: u8,
+    /// How many graphs pin it ([`PIN`] is set while any does): at most two,
+    /// the capture it was reserved in and the capture it was freed in.
+    pub pins: u8,
     /// Sliced and segment pools: the engine's block; other pools: unused.
     pub block: u32,
     /// The page (index in the page table).

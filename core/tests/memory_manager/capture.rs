@@ -165,3 +165,38 @@ fn a_slice_freed_inside_the_capture_is_not_reused_and_stays_with_the_graph() {
         assert_eq!(m.report().total().in_use, 0, "{size} B");
     }
 }
+
+/// A slice reserved in one capture and freed in a later one is pinned by
+/// both graphs: the first graph's unpin leaves it to the second.
+#[test]
+fn a_slice_two_graphs_pin_stays_until_both_unpin() {
+    let mut m = manager();
+    let mut first: Vec<CapturedSlice> = Vec::new();
+    m.prepare().unwrap();
+    let (warm, _) = m.reserve(40 * KIB).unwrap();
+    m.free(warm).unwrap();
+    m.begin_capture().unwrap();
+    let (s, range) = m.reserve(40 * KIB).unwrap();
+    m.end_capture(|c| first.push(c)).unwrap();
+    assert_eq!(first.len(), 1);
+    let mut second: Vec<CapturedSlice> = Vec::new();
+    m.prepare().unwrap();
+    m.begin_capture().unwrap();
+    m.free(s).unwrap();
+    m.end_capture(|c| second.push(c)).unwrap();
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].range, range);
+    m.unpin(first[0].handle).unwrap();
+    assert_eq!(m.range(s).unwrap(), range, "the second graph still pins it");
+    let (other, other_range) = m.reserve(40 * KIB).unwrap();
+    assert!(
+        other_range.page != range.page
+            || other_range.offset + other_range.len <= range.offset
+            || range.offset + range.len <= other_range.offset,
+        "its bytes are not handed out while a graph pins it"
+    );
+    m.free(other).unwrap();
+    m.unpin(second[0].handle).unwrap();
+    assert!(matches!(m.unpin(s), Err(MemoryError::StaleHandle(_))));
+    assert_eq!(m.report().total().slices, 0);
+}
