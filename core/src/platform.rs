@@ -333,6 +333,16 @@ pub trait Platform {
     /// (non-blocking with respect to the legacy default stream).
     fn create_stream(&self) -> Result<Self::Stream, Self::Error>;
 
+    /// Creates the stream a [`Device`](crate::device::Device) calls `id`
+    /// (devices create their streams lazily, so the platform's own order
+    /// of creation need not be the device's numbering). A platform that
+    /// names streams in what it reports (the mock's hazard checker) keeps
+    /// `id` for that; the default is [`create_stream`](Self::create_stream).
+    fn create_stream_for(&self, id: crate::stream::StreamId) -> Result<Self::Stream, Self::Error> {
+        let _ = id;
+        self.create_stream()
+    }
+
     /// A storage for one stream's device pools. Pages from it MAY be used on
     /// any stream of this platform.
     fn device_storage(&self) -> Result<Self::Storage, Self::Error>;

@@ -53,7 +53,9 @@ pub enum LogOp {
 pub struct LogEntry {
     /// Virtual time at completion, in simulated nanoseconds.
     pub time: u64,
-    /// The stream it ran on.
+    /// The stream it ran on, by its order of creation on the platform (a
+    /// device creates its streams when first used; hazard reports use the
+    /// device's numbers instead).
     pub stream: u32,
     /// Its op index (as in hazard reports).
     pub op: u64,

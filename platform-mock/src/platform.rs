@@ -9,6 +9,7 @@ use streamcore::platform::{
     Binding, Capabilities, DeviceProperties, DeviceRange, GraphCapture, HostRange, KernelSource,
     LaunchDims, Platform,
 };
+use streamcore::stream::StreamId;
 
 use crate::check::Hazard;
 use crate::config::MockConfig;
@@ -135,14 +136,22 @@ impl MockPlatform {
         self.lock().register_kernel(name, Arc::new(kernel));
     }
 
-    /// Every hazard found so far, in the order found.
+    /// Every hazard found so far, in the order found. A stream a device
+    /// created is named by the device's number for it
+    /// ([`Agent::Stream`](crate::check::Agent::Stream)`(n)` for
+    /// `StreamId(n)`); one created by `create_stream` directly, by its
+    /// order of creation on this platform.
     pub fn hazards(&self) -> Vec<Hazard> {
-        self.lock().hazards.clone()
+        let st = self.lock();
+        st.hazards.iter().map(|h| st.as_named(h.clone())).collect()
     }
 
-    /// Returns and clears the hazards found so far.
+    /// Returns and clears the hazards found so far (streams named as by
+    /// [`hazards`](Self::hazards)).
     pub fn take_hazards(&self) -> Vec<Hazard> {
-        std::mem::take(&mut self.lock().hazards)
+        let mut st = self.lock();
+        let taken = std::mem::take(&mut st.hazards);
+        taken.into_iter().map(|h| st.as_named(h)).collect()
     }
 
     /// Panics, listing them, if any hazard was found. A test helper.
@@ -346,6 +355,15 @@ impl Platform for MockPlatform {
             id,
             instance: st.instance,
         })
+    }
+
+    /// A stream that hazard reports call by the device's number for it.
+    fn create_stream_for(&self, sid: StreamId) -> Result<MockStream, MockError> {
+        let stream = self.create_stream()?;
+        if let Some(s) = self.lock().streams.get_mut(stream.id as usize) {
+            s.label = Some(sid.0);
+        }
+        Ok(stream)
     }
 
     fn device_storage(&self) -> Result<MockStorage, MockError> {

@@ -379,7 +379,7 @@ impl<P: Platform> Inner<P> {
                 if lane.stream.is_none() {
                     lane.stream = Some(
                         platform
-                            .create_stream()
+                            .create_stream_for(sid)
                             .map_err(|e| Error::platform("create_stream", e))?,
                     );
                 }

@@ -33,7 +33,10 @@ use crate::memory::MemoryKind;
 pub enum Agent {
     /// The host thread calling the platform.
     Host,
-    /// Commands queued on the stream with this id.
+    /// Commands queued on one stream: in reports
+    /// ([`MockPlatform::hazards`](crate::MockPlatform::hazards)), the
+    /// device's number for it where a device created it (`StreamId(n)` is
+    /// `Stream(n)`), else its order of creation on the platform.
     Stream(u32),
 }
 

@@ -48,6 +48,8 @@ pub(crate) struct StreamState {
     /// What the stream's most recently queued command is ordered after.
     pub clock: VectorClock,
     pub capture: Option<CaptureRec>,
+    /// What a device calls the stream (`Platform::create_stream_for`).
+    pub label: Option<u16>,
 }
 
 /// One event.
@@ -181,6 +183,23 @@ impl State {
     }
 
     /// Creates a stream and returns its id.
+    /// `h` with each stream named as the device that created it calls it
+    /// (its creation index where no device named it).
+    pub(crate) fn as_named(&self, mut h: Hazard) -> Hazard {
+        let name = |agent: &mut Agent| {
+            if let Agent::Stream(s) = *agent {
+                if let Some(label) = self.streams.get(s as usize).and_then(|st| st.label) {
+                    *agent = Agent::Stream(u32::from(label));
+                }
+            }
+        };
+        name(&mut h.current.agent);
+        if let Some(p) = h.previous.as_mut() {
+            name(&mut p.agent);
+        }
+        h
+    }
+
     pub(crate) fn create_stream(&mut self) -> Result<u32, MockError> {
         let id = u32::try_from(self.streams.len())
             .map_err(|_| MockError::new(ErrorKind::Other, "too many streams"))?;
