@@ -151,8 +151,18 @@ fn an_empty_zero_byte_buffer_is_claimed_by_its_reservation() {
                     .contains(&Operation::Reserve { bytes: 0 }.to_string()),
                 "{r}"
             );
+            // The report shows the buffer's zero bytes, not the one-byte
+            // claim that carries its failure.
+            assert_eq!((r.read.len, r.claimed.len, r.origin.len), (0, 0, 0));
+            let text = r.to_string();
+            assert!(text.contains("(no bytes)"), "{text}");
+            assert!(!text.contains("[0, 1)"), "{text}");
         }
         other => panic!("reading it: {other:?}"),
+    }
+    match d.write(S0, &b, &[]) {
+        Err(Error::InvalidArgument(_)) => {}
+        other => panic!("an empty write: {other:?}"),
     }
     let out = d.alloc(S0, 64).unwrap();
     assert_eq!(

@@ -526,3 +526,29 @@ impl<P: Platform> Inner<P> {
 pub(crate) fn taint_region(id: super::buffer::BufferId, size: u64) -> Region {
     Region::new(AllocId(id.as_u64()), 0, size.max(1))
 }
+
+/// `report` about buffer `id` of `size` bytes as its user knows it: a
+/// zero-byte buffer's one-byte claim (see [`taint_region`]) shown as the
+/// buffer's zero bytes.
+pub(crate) fn as_sized(
+    mut report: alloc::boxed::Box<crate::failure::TaintReport>,
+    id: super::buffer::BufferId,
+    size: u64,
+) -> alloc::boxed::Box<crate::failure::TaintReport> {
+    if size == 0 {
+        let alloc = AllocId(id.as_u64());
+        let sized = |r: &mut Region| {
+            if r.alloc == alloc {
+                *r = Region::new(alloc, 0, 0);
+            }
+        };
+        sized(&mut report.read);
+        sized(&mut report.claimed);
+        sized(&mut report.origin);
+        for link in &mut report.chain {
+            sized(&mut link.output);
+            sized(&mut link.input);
+        }
+    }
+    report
+}

@@ -3,7 +3,7 @@
 
 use super::buffer::Location;
 use super::handle::Buffer;
-use super::launch::taint_region;
+use super::launch::{as_sized, taint_region};
 use super::lock::RawLock;
 use super::state::{Deferred, Env, Fence, Inner, Res, WindowUse, host_err};
 use crate::error::Error;
@@ -249,7 +249,7 @@ impl<P: Platform> Inner<P> {
                 Error::InvalidArgument("buffer has no memory"),
                 |mut report| {
                     report.refused = Refused::Write;
-                    Error::Tainted(report)
+                    Error::Tainted(as_sized(report, id, slot.size))
                 },
             ));
         };
@@ -329,7 +329,9 @@ impl<P: Platform> Inner<P> {
         }
         let slot = self.buffers.get(id)?;
         let size = slot.size;
-        self.taint.check_read(taint_region(id, size))?;
+        self.taint
+            .check_read(taint_region(id, size))
+            .map_err(|report| Error::Tainted(as_sized(report, id, size)))?;
         let src = slot
             .range()
             .ok_or_else(|| Error::InvalidArgument("buffer has no memory"))?;

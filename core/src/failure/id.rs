@@ -111,9 +111,14 @@ impl Region {
     }
 }
 
+/// `alloc #N bytes [A, B)`; an empty region `alloc #N (no bytes)`.
 impl fmt::Display for Region {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} bytes [{}, {})", self.alloc, self.offset, self.end())
+        if self.is_empty() {
+            write!(f, "{} (no bytes)", self.alloc)
+        } else {
+            write!(f, "{} bytes [{}, {})", self.alloc, self.offset, self.end())
+        }
     }
 }
 
