@@ -3,6 +3,7 @@
 
 use super::*;
 use streamcore::memory::CapturedSlice;
+use streamcore::platform::DeviceRange;
 use streamcore::stream::capture::{CaptureError, Phase};
 
 #[test]
@@ -119,6 +120,11 @@ fn capture_transitions_out_of_order_are_rejected() {
     assert_eq!(none, 0);
 }
 
+/// Whether two ranges share no byte.
+fn disjoint(a: DeviceRange, b: DeviceRange) -> bool {
+    a.page != b.page || a.offset + a.len <= b.offset || b.offset + b.len <= a.offset
+}
+
 /// A slice reserved before the capture and freed inside it may be touched by
 /// the captured work on every replay: its bytes serve nothing else inside
 /// the window, and the graph keeps them until it unpins them.
@@ -137,9 +143,7 @@ fn a_slice_freed_inside_the_capture_is_not_reused_and_stays_with_the_graph() {
         assert!(matches!(m.free(old), Err(MemoryError::AlreadyFreed(_))));
         let (new, new_range) = m.reserve(size).unwrap();
         assert!(
-            new_range.offset + new_range.len <= old_range.offset
-                || old_range.offset + old_range.len <= new_range.offset
-                || new_range.page != old_range.page,
+            disjoint(new_range, old_range),
             "{size} B: the capture reused a slice it freed: {old_range:?} / {new_range:?}"
         );
         m.free(new).unwrap();
@@ -152,9 +156,7 @@ fn a_slice_freed_inside_the_capture_is_not_reused_and_stays_with_the_graph() {
         // After the capture its bytes still belong to the graph.
         let (after, after_range) = m.reserve(size).unwrap();
         assert!(
-            after_range.offset + after_range.len <= old_range.offset
-                || old_range.offset + old_range.len <= after_range.offset
-                || after_range.page != old_range.page,
+            disjoint(after_range, old_range),
             "{size} B: an eager reserve got the graph's bytes"
         );
         m.free(after).unwrap();
@@ -190,9 +192,7 @@ fn a_slice_two_graphs_pin_stays_until_both_unpin() {
     assert_eq!(m.range(s).unwrap(), range, "the second graph still pins it");
     let (other, other_range) = m.reserve(40 * KIB).unwrap();
     assert!(
-        other_range.page != range.page
-            || other_range.offset + other_range.len <= range.offset
-            || range.offset + range.len <= other_range.offset,
+        disjoint(other_range, range),
         "its bytes are not handed out while a graph pins it"
     );
     m.free(other).unwrap();
