@@ -159,10 +159,15 @@ def torch_or_none():
     return torch
 
 
+# Traces parsed by `load_error`, for this process's replay to use.
+LOADED = {}
+
+
 def load_error(path):
-    """Why `path` does not parse as a trace (one line), or None."""
+    """Why `path` does not parse as a trace (one line), or None; a trace
+    that parses is kept for this process's replay."""
     try:
-        load(path)
+        LOADED[path] = load(path)
     except (OSError, EOFError, ValueError) as e:
         return str(e)
     except (KeyError, TypeError) as e:
@@ -176,7 +181,7 @@ def run_in_process(torch, args):
     ok = True
     for path in args.traces:
         try:
-            name, events, peak_live = load(path)
+            name, events, peak_live = LOADED.pop(path, None) or load(path)
         except (OSError, EOFError, ValueError) as e:
             print(f"torch_replay: {path}: {e}", file=sys.stderr)
             ok = False

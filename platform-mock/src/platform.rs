@@ -136,6 +136,17 @@ impl MockPlatform {
         self.lock().register_kernel(name, Arc::new(kernel));
     }
 
+    /// A new stream, named `label` in hazard reports when a device made it.
+    fn new_stream(&self, label: Option<u16>) -> Result<MockStream, MockError> {
+        let mut st = self.lock();
+        let r = st.create_stream(label);
+        let id = st.outcome("create_stream", r)?;
+        Ok(MockStream {
+            id,
+            instance: st.instance,
+        })
+    }
+
     /// Every hazard found so far, in the order found. A stream a device
     /// created is named by the device's number for it
     /// ([`Agent::Stream`](crate::check::Agent::Stream)`(n)` for
@@ -348,22 +359,12 @@ impl Platform for MockPlatform {
     }
 
     fn create_stream(&self) -> Result<MockStream, MockError> {
-        let mut st = self.lock();
-        let r = st.create_stream();
-        let id = st.outcome("create_stream", r)?;
-        Ok(MockStream {
-            id,
-            instance: st.instance,
-        })
+        self.new_stream(None)
     }
 
     /// A stream that hazard reports call by the device's number for it.
     fn create_stream_for(&self, sid: StreamId) -> Result<MockStream, MockError> {
-        let stream = self.create_stream()?;
-        if let Some(s) = self.lock().streams.get_mut(stream.id as usize) {
-            s.label = Some(sid.0);
-        }
-        Ok(stream)
+        self.new_stream(Some(sid.0))
     }
 
     fn device_storage(&self) -> Result<MockStorage, MockError> {

@@ -12,6 +12,7 @@ use streamcore::platform::{
     Binding, Capabilities, DeviceProperties, DeviceRange, GraphCapture, GraphOf, HostRange,
     KernelSource, LaunchDims, Platform,
 };
+use streamcore::stream::StreamId;
 
 /// What runs inside `synchronize`, before its sleep.
 pub type SyncHook = Box<dyn FnMut() + Send>;
@@ -160,6 +161,9 @@ impl<P: Platform> Platform for Paced<P> {
     }
     fn create_stream(&self) -> Result<P::Stream, P::Error> {
         self.inner.create_stream()
+    }
+    fn create_stream_for(&self, id: StreamId) -> Result<P::Stream, P::Error> {
+        self.inner.create_stream_for(id)
     }
     fn device_storage(&self) -> Result<P::Storage, P::Error> {
         self.inner.device_storage()

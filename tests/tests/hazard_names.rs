@@ -1,22 +1,35 @@
 //! The mock's hazard reports name a device's streams as the device does:
 //! the device creates its platform streams lazily, in the order the
 //! program first uses them, and a report about `StreamId(2)` says
-//! `stream 2` even when that stream was the platform's first.
+//! `stream 2` even when that stream was the platform's first — also
+//! through a platform that wraps the mock (the fault injector).
 
 use streamcore::device::{Device, DeviceConfig, Launched};
+use streamcore::platform::Platform;
 use streamcore::stream::StreamId;
-use streamcore_mock::{Agent, HazardKind, MockConfig, MockPlatform};
+use streamcore_mock::fault::{FaultInjector, FaultPlan};
+use streamcore_mock::{Agent, Hazard, HazardKind, MockConfig, MockPlatform};
 use streamcore_tests::kernels::{self, dims};
 
 const N: usize = 64;
 
-#[test]
-fn hazards_name_the_devices_stream_numbers() {
+fn mock() -> MockPlatform {
     let mock = MockPlatform::with_config(MockConfig::default().seed(7)).unwrap();
     kernels::register_mock(&mock);
-    let d = Device::new(mock, DeviceConfig::with_streams(3)).unwrap();
+    mock
+}
+
+/// Streams first used in the order 2, 0, each reading bytes nothing wrote;
+/// then checks what the hazards (`hazards`, then `take`) name.
+fn check<P: Platform>(
+    platform: P,
+    hazards: impl Fn(&P) -> Vec<Hazard>,
+    take: impl Fn(&P) -> Vec<Hazard>,
+) where
+    P::Error: std::fmt::Debug,
+{
+    let d = Device::new(platform, DeviceConfig::with_streams(3)).unwrap();
     let scale = d.load_kernel(&kernels::SCALE).unwrap();
-    // Streams first used in the order 2, 0: each reads bytes nothing wrote.
     for s in [StreamId(2), StreamId(0)] {
         let src = d.alloc(s, (N * 4) as u64).unwrap();
         let dst = d.alloc(s, (N * 4) as u64).unwrap();
@@ -30,20 +43,30 @@ fn hazards_name_the_devices_stream_numbers() {
         assert_eq!(r.unwrap(), Launched::Queued);
         d.sync(s).unwrap();
     }
-    let hazards = d.with_platform(|p| p.hazards());
-    let named: Vec<Agent> = hazards
+    let found = d.with_platform(&hazards);
+    let named: Vec<Agent> = found
         .iter()
         .filter(|h| h.kind == HazardKind::UninitializedRead)
         .map(|h| h.current.agent)
         .collect();
-    assert_eq!(
-        named,
-        vec![Agent::Stream(2), Agent::Stream(0)],
-        "{hazards:?}"
-    );
-    let text = format!("{}", hazards[0]);
+    assert_eq!(named, vec![Agent::Stream(2), Agent::Stream(0)], "{found:?}");
+    let text = format!("{}", found[0]);
     assert!(text.contains("on stream 2"), "{text}");
     // `take_hazards` names them the same way.
-    let taken = d.with_platform(|p| p.take_hazards());
-    assert_eq!(taken, hazards);
+    let taken = d.with_platform(&take);
+    assert_eq!(taken, found);
+}
+
+#[test]
+fn hazards_name_the_devices_stream_numbers() {
+    check(mock(), MockPlatform::hazards, MockPlatform::take_hazards);
+}
+
+#[test]
+fn through_the_fault_injector_too() {
+    check(
+        FaultInjector::new(mock(), FaultPlan::new()),
+        |f| f.inner().hazards(),
+        |f| f.inner().take_hazards(),
+    );
 }

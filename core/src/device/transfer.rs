@@ -249,7 +249,7 @@ impl<P: Platform> Inner<P> {
                 Error::InvalidArgument("buffer has no memory"),
                 |mut report| {
                     report.refused = Refused::Write;
-                    Error::Tainted(as_sized(report, id, slot.size))
+                    Error::Tainted(report)
                 },
             ));
         };

@@ -200,10 +200,13 @@ impl State {
         h
     }
 
-    pub(crate) fn create_stream(&mut self) -> Result<u32, MockError> {
+    pub(crate) fn create_stream(&mut self, label: Option<u16>) -> Result<u32, MockError> {
         let id = u32::try_from(self.streams.len())
             .map_err(|_| MockError::new(ErrorKind::Other, "too many streams"))?;
-        self.streams.push(StreamState::default());
+        self.streams.push(StreamState {
+            label,
+            ..StreamState::default()
+        });
         self.counters.streams += 1;
         self.calls.push(Call::CreateStream { stream: id });
         Ok(id)

@@ -50,6 +50,7 @@ use streamcore::platform::{
 pub use plan::RuleId;
 
 use crate::rng::SplitMix64;
+use streamcore::stream::StreamId;
 
 /// One fault the injector caused.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -269,6 +270,13 @@ impl<P: Platform> Platform for FaultInjector<P> {
     fn create_stream(&self) -> Result<Self::Stream, Self::Error> {
         self.check(Site::CreateStream)?;
         self.inner.create_stream().map_err(FaultError::Platform)
+    }
+
+    fn create_stream_for(&self, id: StreamId) -> Result<Self::Stream, Self::Error> {
+        self.check(Site::CreateStream)?;
+        self.inner
+            .create_stream_for(id)
+            .map_err(FaultError::Platform)
     }
 
     fn device_storage(&self) -> Result<Self::Storage, Self::Error> {
