@@ -25,8 +25,10 @@
 #       not started; SKIP_TORCH=1 leaves both out on purpose.
 #
 # Environment (run step): TRACES (default: every trace under DIR/tests:
-# traces, unseen, heldout, fresh), RUNS (timed passes per allocator, default 5), SKIP_TORCH=1,
-# SKIP_CALIBRATE=1, SKIP_TESTS=1.
+# traces, unseen, heldout, fresh, real), RUNS (timed passes per allocator, default 5), SKIP_TORCH=1,
+# SKIP_CALIBRATE=1, SKIP_TESTS=1; RECORD=1 first records the real workloads of
+# scripts/record_workloads.py into DIR/tests/real (replayed with the others
+# when TRACES is not given; a failed recording is reported and the rest runs).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -74,15 +76,26 @@ bin="$root/bin"
 nvidia="$root/platform-hip/nvidia"
 shim="${SHIM_DIR:-/tmp/hip-on-cuda}"
 runs="${RUNS:-5}"
+if [[ "${RECORD:-0}" == 1 ]]; then
+    # Before the traces are listed, so that the new ones are among them.
+    mkdir -p "$root/tests/real"
+    echo "== record: $root/scripts/record_workloads.py $root/tests/real" | tee "$logs/record.log"
+    python3 "$root/scripts/record_workloads.py" "$root/tests/real" >>"$logs/record.log" 2>&1
+    rc=$?
+    echo "== record exit $rc" | tee -a "$logs/record.log"
+    [[ $rc -eq 0 ]] || status_record=1
+fi
 if [[ -n "${TRACES:-}" ]]; then
     read -r -a traces <<<"$TRACES"
 else
     traces=("$root"/tests/traces/*.jsonl.gz)
-    for set in unseen heldout fresh; do
-        [[ -d "$root/tests/$set" ]] && traces+=("$root/tests/$set"/*.jsonl.gz)
+    for set in unseen heldout fresh real; do
+        for f in "$root/tests/$set"/*.jsonl.gz; do
+            [[ -e "$f" ]] && traces+=("$f")
+        done
     done
 fi
-status=0
+status=${status_record:-0}
 step() { # step NAME COMMAND...: runs, logs to NAME.log, notes failures; returns the status
     local name="$1"; shift
     echo "== $name: $*" | tee "$logs/$name.log"
@@ -161,8 +174,14 @@ fi
         }' | sort >"$logs/verdicts.txt"
     cat "$logs/verdicts.txt"
     echo
-    echo "rows meeting both / bytes / wall, per set (recorded, syn_ unseen, held_ held-out, fresh*)"
-    awk '{ set = ($1 ~ /^syn_/) ? "unseen" : ($1 ~ /^held_/) ? "held-out" : ($1 ~ /^fresh/) ? "fresh" : "recorded"
+    echo "rows meeting both / bytes / wall, per set (recorded, syn_ unseen, held_ held-out, fresh*, real: tests/real)"
+    real_names=""
+    for f in "$root"/tests/real/*.jsonl.gz; do
+        [[ -e "$f" ]] && real_names+=" $(basename "$f" .jsonl.gz)"
+    done
+    awk -v real="$real_names" '
+         BEGIN { n_real = split(real, names, " "); for (i = 1; i <= n_real; i++) is_real[names[i]] = 1 }
+         { set = ($1 in is_real) ? "real" : ($1 ~ /^syn_/) ? "unseen" : ($1 ~ /^held_/) ? "held-out" : ($1 ~ /^fresh/) ? "fresh" : "recorded"
            n[set]++; r = ($0 ~ /\) met;/); w = ($0 ~ / met$/); br[set] += r; bw[set] += w; bb[set] += r && w }
          END { for (s in n) printf "%-9s %d of %d both, bytes %d, wall %d\n", s, bb[s], n[s], br[s], bw[s] }' \
         "$logs/verdicts.txt" | sort
