@@ -1,7 +1,7 @@
 //! One policy through the driver model, on every trace set: for a sweep
 //! of the default policy's settings (which of them moves what).
 //!
-//! `cargo run --release -p streamcore-mock --example policy_sweep -- [SETTINGS] [--seeds A..B]`
+//! `cargo run --release -p streamcore-mock --example policy_sweep -- [SETTINGS] [--seeds A..B] [TRACE...]`
 //!
 //! `SETTINGS` changes the default policy, comma-separated `name=value`:
 //! `trim` (trim headroom shift), `step` (commit step shift), `large`
@@ -12,7 +12,9 @@
 //! line per trace and touch mode (the recorded traces,
 //! `synthetic::workloads`, `synthetic::held_out` and the fresh sets of
 //! seeds 7919 and 104729; with `--seeds A..B`, the fresh sets of seeds
-//! `A` to `B` instead, for a check on workloads no choice was judged on):
+//! `A` to `B` instead, for a check on workloads no choice was judged on;
+//! with `TRACE` files, `.jsonl.gz` or `.jsonl`, those traces instead, named
+//! by their file names, as the GPU suite names them):
 //! name, touch (`no` / `yes`), peak used over peak live on the
 //! virtual-memory route, the predicted H200 wall in ms
 //! (`DriverTable::predicted_wall_ms`) and the commits. The ratios are
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
     let mut settings = String::new();
     let mut seeds: Vec<u64> = Vec::new();
     let mut calls = false;
+    let mut files: Vec<PathBuf> = Vec::new();
     let mut argv = std::env::args().skip(1);
     while let Some(a) = argv.next() {
         if a == "--calls" {
@@ -84,6 +87,8 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             }
+        } else if a.ends_with(".jsonl.gz") || a.ends_with(".jsonl") {
+            files.push(PathBuf::from(a));
         } else {
             settings = a;
         }
@@ -101,7 +106,24 @@ fn main() -> ExitCode {
         }
     };
     let mut traces: Vec<(String, Trace)> = Vec::new();
-    if seeds.is_empty() {
+    for path in &files {
+        let file = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let name = file
+            .strip_suffix(".jsonl.gz")
+            .or_else(|| file.strip_suffix(".jsonl"))
+            .unwrap_or(file);
+        match Trace::load(path) {
+            Ok(t) => traces.push((name.to_string(), t)),
+            Err(e) => {
+                eprintln!("policy_sweep: {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if seeds.is_empty() && files.is_empty() {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/traces");
         for n in [
             "gpt2_train",
