@@ -73,9 +73,7 @@ def bert_varlen_train(torch, device, small):
         with autocast(torch, device):
             logits = head(enc(emb(x)))
             loss = nn.functional.cross_entropy(logits.float().view(-1, vocab), x.view(-1))
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        learn(loss, opt)
 
 
 def unet_train(torch, device, small):
@@ -124,9 +122,7 @@ def unet_train(torch, device, small):
         noise = torch.randn(batch, 3, side, side, generator=gen).to(device)
         with autocast(torch, device):
             loss = nn.functional.mse_loss(model(x + noise).float(), noise)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        learn(loss, opt)
 
 
 def vit_serving(torch, device, small):
@@ -167,9 +163,7 @@ def gru_varlen_train(torch, device, small):
         x = torch.randint(vocab, (batch, length + 1), generator=gen).to(device)
         out, _ = rnn(emb(x[:, :-1]))
         loss = nn.functional.cross_entropy(head(out).reshape(-1, vocab), x[:, 1:].reshape(-1))
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        learn(loss, opt)
 
 
 def mlp_train_eval(torch, device, small):
@@ -188,9 +182,7 @@ def mlp_train_eval(torch, device, small):
             x = torch.randn(train_batch, width, generator=gen).to(device)
             y = torch.randint(10, (train_batch,), generator=gen).to(device)
             loss = nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            learn(loss, opt)
 
     train(5 if not small else 2)
     model.eval()
@@ -229,9 +221,15 @@ def cnn_side_stream(torch, device, small):
         else:
             x, y = host, labels
         loss = nn.functional.cross_entropy(model(x.contiguous(memory_format=torch.channels_last)), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        learn(loss, opt)
+
+
+def learn(loss, opt):
+    """One optimizer step on `loss`, gradients then dropped (as training
+    loops do, so their memory goes back between steps)."""
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
 
 
 def autocast(torch, device):
