@@ -55,7 +55,9 @@ pub struct LogEntry {
     pub time: u64,
     /// The stream it ran on, by its order of creation on the platform (a
     /// device creates its streams when first used; hazard reports use the
-    /// device's numbers instead).
+    /// device's numbers instead, and
+    /// [`MockPlatform::device_stream`](crate::MockPlatform::device_stream)
+    /// turns this one into the device's).
     pub stream: u32,
     /// Its op index (as in hazard reports).
     pub op: u64,

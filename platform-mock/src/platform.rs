@@ -175,7 +175,20 @@ impl MockPlatform {
         }
     }
 
-    /// Every completed command, in completion order.
+    /// The device's number for the platform stream `stream` (a
+    /// [`LogEntry::stream`], numbered in creation order on this platform):
+    /// `StreamId(n)` for a stream a device created for its `StreamId(n)`
+    /// (devices create theirs when first used, so the orders differ);
+    /// `None` for one created by `create_stream` directly, or no such
+    /// stream.
+    pub fn device_stream(&self, stream: u32) -> Option<StreamId> {
+        let st = self.lock();
+        st.streams.get(stream as usize)?.label.map(StreamId)
+    }
+
+    /// Every completed command, in completion order (streams by their
+    /// order of creation on this platform; [`device_stream`](Self::device_stream)
+    /// names them as the device does).
     pub fn event_log(&self) -> Vec<LogEntry> {
         self.lock().log.clone()
     }

@@ -8,7 +8,7 @@ use streamcore::device::{Device, DeviceConfig, Launched};
 use streamcore::platform::Platform;
 use streamcore::stream::StreamId;
 use streamcore_mock::fault::{FaultInjector, FaultPlan};
-use streamcore_mock::{Agent, Hazard, HazardKind, MockConfig, MockPlatform};
+use streamcore_mock::{Agent, Hazard, HazardKind, LogOp, MockConfig, MockPlatform};
 use streamcore_tests::kernels::{self, dims};
 
 const N: usize = 64;
@@ -60,6 +60,49 @@ fn check<P: Platform>(
 #[test]
 fn hazards_name_the_devices_stream_numbers() {
     check(mock(), MockPlatform::hazards, MockPlatform::take_hazards);
+}
+
+#[test]
+fn the_event_log_names_them_through_device_stream() {
+    let d = Device::new(mock(), DeviceConfig::with_streams(3)).unwrap();
+    let scale = d.load_kernel(&kernels::SCALE).unwrap();
+    // First used in the order 2, 0: the platform creates stream 0 for
+    // StreamId(2) and stream 1 for StreamId(0).
+    for s in [StreamId(2), StreamId(0)] {
+        let buf = d.alloc(s, (N * 4) as u64).unwrap();
+        d.write(s, &buf, &[0u8; N * 4]).unwrap();
+        let r = d.launch(
+            s,
+            scale,
+            dims(N),
+            &[buf.read(), buf.write()],
+            &[N as u64, 3],
+        );
+        assert_eq!(r.unwrap(), Launched::Queued);
+        d.sync(s).unwrap();
+    }
+    let (log, names) = d.with_platform(|m| {
+        let log = m.event_log();
+        let names: Vec<Option<StreamId>> = (0..4).map(|s| m.device_stream(s)).collect();
+        (log, names)
+    });
+    assert_eq!(
+        names,
+        vec![Some(StreamId(2)), Some(StreamId(0)), None, None],
+        "two streams created, in first-use order"
+    );
+    let launched: Vec<u32> = log
+        .iter()
+        .filter(|e| matches!(e.what, LogOp::Launch { .. }))
+        .map(|e| e.stream)
+        .collect();
+    assert_eq!(launched, vec![0, 1], "{log:?}");
+    // A stream made by `create_stream` itself has no device number.
+    let direct = d.with_platform(|m| {
+        let s = m.create_stream().unwrap();
+        m.device_stream(s.id())
+    });
+    assert_eq!(direct, None);
 }
 
 #[test]

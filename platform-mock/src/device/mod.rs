@@ -182,7 +182,6 @@ impl State {
         }
     }
 
-    /// Creates a stream and returns its id.
     /// `h` with each stream named as the device that created it calls it
     /// (its creation index where no device named it).
     pub(crate) fn as_named(&self, mut h: Hazard) -> Hazard {
@@ -200,6 +199,8 @@ impl State {
         h
     }
 
+    /// Creates a stream (named `label` where a device made it) and returns
+    /// its id.
     pub(crate) fn create_stream(&mut self, label: Option<u16>) -> Result<u32, MockError> {
         let id = u32::try_from(self.streams.len())
             .map_err(|_| MockError::new(ErrorKind::Other, "too many streams"))?;
