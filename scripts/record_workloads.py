@@ -25,8 +25,8 @@ finds no CUDA device (nothing recorded).
 """
 
 import argparse
+import gzip
 import json
-import os
 import pickle
 import subprocess
 import sys
@@ -68,8 +68,7 @@ def bert_varlen_train(torch, device, small):
     opt = torch.optim.AdamW(params, lr=1e-4)
     gen = torch.Generator().manual_seed(11)
     for _ in range(8 if not small else 2):
-        length = lengths[int(torch.randint(len(lengths), (1,), generator=gen))]
-        x = torch.randint(vocab, (batch, length), generator=gen).to(device)
+        x = tokens(torch, vocab, batch, lengths, gen).to(device)
         with autocast(torch, device):
             logits = head(enc(emb(x)))
             loss = nn.functional.cross_entropy(logits.float().view(-1, vocab), x.view(-1))
@@ -159,8 +158,7 @@ def gru_varlen_train(torch, device, small):
     opt = torch.optim.AdamW(params, lr=1e-3)
     gen = torch.Generator().manual_seed(19)
     for _ in range(8 if not small else 2):
-        length = lengths[int(torch.randint(len(lengths), (1,), generator=gen))]
-        x = torch.randint(vocab, (batch, length + 1), generator=gen).to(device)
+        x = tokens(torch, vocab, batch, [n + 1 for n in lengths], gen).to(device)
         out, _ = rnn(emb(x[:, :-1]))
         loss = nn.functional.cross_entropy(head(out).reshape(-1, vocab), x[:, 1:].reshape(-1))
         learn(loss, opt)
@@ -222,6 +220,13 @@ def cnn_side_stream(torch, device, small):
             x, y = host, labels
         loss = nn.functional.cross_entropy(model(x.contiguous(memory_format=torch.channels_last)), y)
         learn(loss, opt)
+
+
+def tokens(torch, vocab, batch, lengths, gen):
+    """A batch of random token ids, its sequence length drawn from
+    `lengths` (a new shape each step, as padding-free batching makes)."""
+    length = lengths[int(torch.randint(len(lengths), (1,), generator=gen))]
+    return torch.randint(vocab, (batch, length), generator=gen)
 
 
 def learn(loss, opt):
@@ -295,8 +300,6 @@ def import_torch():
 
 
 def read_header(trace):
-    import gzip
-
     with gzip.open(trace, "rt", encoding="utf-8") as f:
         return json.loads(f.readline()).get("header", {})
 
@@ -348,8 +351,7 @@ def main(argv=None):
     out_dir.mkdir(parents=True, exist_ok=True)
     status = 0
     for name in names:
-        child = subprocess.run([sys.executable, __file__, "--one", name, str(out_dir)],
-                               env=dict(os.environ))
+        child = subprocess.run([sys.executable, __file__, "--one", name, str(out_dir)])
         if child.returncode == 3:
             return 3
         if child.returncode != 0:

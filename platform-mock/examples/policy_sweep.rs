@@ -14,7 +14,8 @@
 //! seeds 7919 and 104729; with `--seeds A..B`, the fresh sets of seeds
 //! `A` to `B` instead, for a check on workloads no choice was judged on;
 //! with `TRACE` files, `.jsonl.gz` or `.jsonl`, those traces instead, named
-//! by their file names, as the GPU suite names them):
+//! as `streamcore replay` names them: the header's workload, else the file
+//! name):
 //! name, touch (`no` / `yes`), peak used over peak live on the
 //! virtual-memory route, the predicted H200 wall in ms
 //! (`DriverTable::predicted_wall_ms`) and the commits. The ratios are
@@ -107,16 +108,19 @@ fn main() -> ExitCode {
     };
     let mut traces: Vec<(String, Trace)> = Vec::new();
     for path in &files {
-        let file = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        let name = file
-            .strip_suffix(".jsonl.gz")
-            .or_else(|| file.strip_suffix(".jsonl"))
-            .unwrap_or(file);
         match Trace::load(path) {
-            Ok(t) => traces.push((name.to_string(), t)),
+            // Named as `streamcore replay` names its rows: the header's
+            // workload, else the file name up to its first dot.
+            Ok(t) => {
+                let name = if t.header.workload.is_empty() {
+                    let file = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                    let file = file.unwrap_or_default();
+                    file.split('.').next().unwrap_or_default().to_owned()
+                } else {
+                    t.header.workload.clone()
+                };
+                traces.push((name, t));
+            }
             Err(e) => {
                 eprintln!("policy_sweep: {}: {e}", path.display());
                 return ExitCode::FAILURE;

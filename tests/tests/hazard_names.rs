@@ -19,13 +19,11 @@ fn mock() -> MockPlatform {
     mock
 }
 
-/// Streams first used in the order 2, 0, each reading bytes nothing wrote;
-/// then checks what the hazards (`hazards`, then `take`) name.
-fn check<P: Platform>(
-    platform: P,
-    hazards: impl Fn(&P) -> Vec<Hazard>,
-    take: impl Fn(&P) -> Vec<Hazard>,
-) where
+/// A device over `platform` whose streams 2, then 0, each launch once
+/// (reading bytes nothing wrote) and sync: the platform creates its stream
+/// 0 for `StreamId(2)` and its stream 1 for `StreamId(0)`.
+fn first_use_2_then_0<P: Platform>(platform: P) -> Device<P>
+where
     P::Error: std::fmt::Debug,
 {
     let d = Device::new(platform, DeviceConfig::with_streams(3)).unwrap();
@@ -43,6 +41,19 @@ fn check<P: Platform>(
         assert_eq!(r.unwrap(), Launched::Queued);
         d.sync(s).unwrap();
     }
+    d
+}
+
+/// Streams first used in the order 2, 0 (`first_use_2_then_0`); checks
+/// what the hazards (`hazards`, then `take`) name.
+fn check<P: Platform>(
+    platform: P,
+    hazards: impl Fn(&P) -> Vec<Hazard>,
+    take: impl Fn(&P) -> Vec<Hazard>,
+) where
+    P::Error: std::fmt::Debug,
+{
+    let d = first_use_2_then_0(platform);
     let found = d.with_platform(&hazards);
     let named: Vec<Agent> = found
         .iter()
@@ -64,23 +75,7 @@ fn hazards_name_the_devices_stream_numbers() {
 
 #[test]
 fn the_event_log_names_them_through_device_stream() {
-    let d = Device::new(mock(), DeviceConfig::with_streams(3)).unwrap();
-    let scale = d.load_kernel(&kernels::SCALE).unwrap();
-    // First used in the order 2, 0: the platform creates stream 0 for
-    // StreamId(2) and stream 1 for StreamId(0).
-    for s in [StreamId(2), StreamId(0)] {
-        let buf = d.alloc(s, (N * 4) as u64).unwrap();
-        d.write(s, &buf, &[0u8; N * 4]).unwrap();
-        let r = d.launch(
-            s,
-            scale,
-            dims(N),
-            &[buf.read(), buf.write()],
-            &[N as u64, 3],
-        );
-        assert_eq!(r.unwrap(), Launched::Queued);
-        d.sync(s).unwrap();
-    }
+    let d = first_use_2_then_0(mock());
     let (log, names) = d.with_platform(|m| {
         let log = m.event_log();
         let names: Vec<Option<StreamId>> = (0..4).map(|s| m.device_stream(s)).collect();
