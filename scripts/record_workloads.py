@@ -19,18 +19,30 @@ the header. Prints one line per workload: events, streams, peaks.
 
 `--check` runs every workload on the CPU at a small scale (no GPU, no
 recording): what a change to this file must pass before it is taken to a
-GPU. Exit status: 0 when every workload ran; 1 when any failed (each says
-why); 2 for bad arguments; 3 when PyTorch cannot be imported, or recording
-finds no CUDA device (nothing recorded).
+GPU.
+
+A workload that fails is reported as `NAME: FAILED (exit N: why)`: the
+exception and the first line of its message (or the conversion's reason,
+or the signal that ended the process), after the child's whole output,
+traceback included. The others are still recorded.
+
+Exit status: 0 when every workload ran; 1 when any failed (each says why)
+or stdout could not be written; 2 for bad arguments (an OUT_DIR that is
+not a folder or cannot be created among them); 3 when PyTorch cannot be
+imported, or recording finds no CUDA device (nothing recorded). A reader
+that stops early (`| head`) ends it quietly, status 0.
 """
 
 import argparse
 import gzip
 import json
+import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -248,13 +260,45 @@ def autocast(torch, device):
 def record_one(name, out_dir):
     """Runs `name` on the GPU under the allocator's history and writes its
     trace; the child process of `record`. Exit status 3 without PyTorch
-    or CUDA."""
+    or CUDA. A failure prints its traceback, then one line, `NAME: why`, as
+    the last on stderr: the parent shows it beside FAILED."""
     torch = import_torch()
     if torch is None:
         return 3
     if not torch.cuda.is_available():
-        print(f"{name}: SKIPPED: PyTorch has no CUDA device", file=sys.stderr)
+        say(f"{name}: SKIPPED: PyTorch has no CUDA device")
         return 3
+    try:
+        reserved, allocated, trace = record_and_convert(torch, name, out_dir)
+        header = read_header(trace)
+    except Failed as e:
+        say(f"{name}: {e}")
+        return 1
+    except Exception as e:  # the workload's own error: the log gets it whole
+        traceback.print_exc()
+        say(f"{name}: {one_line(e)}")
+        return 1
+    emit(f"{name}: {header.get('events')} events, {header.get('streams')} streams, "
+         f"PyTorch peak reserved {reserved} B, allocated {allocated} B "
+         f"({reserved / max(allocated, 1):.3f}) -> {trace}")
+    return 0
+
+
+class Failed(Exception):
+    """A step of the recording failed; the message says which and why, in
+    one line."""
+
+
+def one_line(e):
+    """Exception `e` as one line: its type, and the first line of what it
+    says (CUDA's errors run on over several)."""
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+
+
+def record_and_convert(torch, name, out_dir):
+    """Records `name` and converts its snapshot into OUT_DIR/NAME.jsonl.gz:
+    (peak reserved, peak allocated, the trace's path)."""
     torch.manual_seed(7)
     torch.cuda.init()
     torch.cuda.reset_peak_memory_stats()
@@ -280,13 +324,12 @@ def record_one(name, out_dir):
              "--peak-allocated", str(allocated)],
             capture_output=True, text=True)
         if convert.returncode != 0:
-            print(f"{name}: conversion failed: {convert.stderr.strip()}", file=sys.stderr)
-            return 1
-    header = read_header(trace)
-    print(f"{name}: {header.get('events')} events, {header.get('streams')} streams, "
-          f"PyTorch peak reserved {reserved} B, allocated {allocated} B "
-          f"({reserved / max(allocated, 1):.3f}) -> {trace}")
-    return 0
+            # The converter says why in its last line; the rest to the log.
+            said = convert.stderr.strip().splitlines()
+            for line in said[:-1]:
+                say(line)
+            raise Failed(f"conversion failed: {said[-1] if said else 'no message'}")
+    return reserved, allocated, trace
 
 
 def import_torch():
@@ -294,12 +337,77 @@ def import_torch():
     try:
         import torch
     except ImportError as e:
-        print(f"SKIPPED: PyTorch cannot be imported ({e})", file=sys.stderr)
+        say(f"SKIPPED: PyTorch cannot be imported ({e})")
         return None
     return torch
 
 
+class ReaderGone(Exception):
+    """stdout's reader went away (`| head`)."""
+
+
+class OutputError(Exception):
+    """stdout could not be written (a full disk)."""
+
+
+def emit(line):
+    """Prints `line` on stdout at once; a reader that went away is
+    ReaderGone, any other failure OutputError."""
+    try:
+        print(line, flush=True)
+    except BrokenPipeError:
+        raise ReaderGone() from None
+    except OSError as e:
+        raise OutputError(e.strerror or str(e)) from None
+
+
+def say(line):
+    """`line` on stderr (nothing where stderr cannot be written: the exit
+    status still says how it went)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+def run_child(name, out_dir):
+    """Records `name` in a child process of its own: (exit status, the last
+    line it wrote on stderr, or None). Its stderr is passed on as it comes,
+    so the log keeps everything it said (a traceback included)."""
+    child = subprocess.Popen([sys.executable, __file__, "--one", name, str(out_dir)],
+                             stderr=subprocess.PIPE)
+    last = None
+    for raw in child.stderr:
+        try:
+            sys.stderr.buffer.write(raw)
+            sys.stderr.flush()
+        except OSError:
+            pass
+        text = raw.decode("utf-8", "replace").strip()
+        if text:
+            last = text
+    return child.wait(), last
+
+
+def why_failed(name, status, last):
+    """One line saying why the child recording `name` failed: the signal
+    that ended it, or the last line it wrote (its own `NAME: why`, or the
+    last line of a traceback), else its exit status alone."""
+    if status < 0:
+        try:
+            sig = signal.Signals(-status).name
+        except ValueError:
+            sig = f"signal {-status}"
+        hint = ", out of memory?" if -status == signal.SIGKILL else ""
+        return f"killed by {sig}{hint}"
+    if last is None:
+        return f"exit {status}, nothing on stderr"
+    prefix = f"{name}: "
+    return f"exit {status}: {last[len(prefix):] if last.startswith(prefix) else last}"
+
+
 def read_header(trace):
+    """The header of the trace just written."""
     with gzip.open(trace, "rt", encoding="utf-8") as f:
         return json.loads(f.readline()).get("header", {})
 
@@ -315,14 +423,40 @@ def check(names):
     for name in names:
         try:
             workloads()[name][1](torch, "cpu", True)
-            print(f"{name}: ran on the CPU")
         except Exception as e:  # a report per workload, then the status
             failed += 1
-            print(f"{name}: FAILED on the CPU: {type(e).__name__}: {e}", file=sys.stderr)
+            traceback.print_exc()
+            say(f"{name}: FAILED on the CPU: {one_line(e)}")
+            continue
+        emit(f"{name}: ran on the CPU")
     return 1 if failed else 0
 
 
+# A child's exit status when its reader went away (`| head`): 128 + SIGPIPE,
+# as a shell says it. The parent then stops too.
+READER_GONE = 141
+
+
 def main(argv=None):
+    """The command line; its exit status. Output nobody reads any more
+    (`| head`) stops it quietly, with status 0."""
+    try:
+        return run(argv)
+    except ReaderGone:
+        drop_stdout()
+        return 0
+    except OutputError as e:
+        say(f"record_workloads: writing the output: {e}")
+        return 1
+
+
+def drop_stdout():
+    """Points stdout at nothing: what it still holds would fail again when
+    flushed at exit."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def run(argv=None):
     p = argparse.ArgumentParser(
         description="Record real PyTorch workloads as streamcore allocation traces (GPU).")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
@@ -334,7 +468,7 @@ def main(argv=None):
     known = workloads()
     if a.list:
         for name, (what, _) in known.items():
-            print(f"{name}: {what}")
+            emit(f"{name}: {what}")
         return 0
     names = a.args if a.check else a.args[1:]
     unknown = [n for n in names if n not in known]
@@ -347,15 +481,26 @@ def main(argv=None):
         p.error("OUT_DIR is required (or --list, --check)")
     out_dir = Path(a.args[0])
     if a.one:
-        return record_one(a.one, out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            return record_one(a.one, out_dir)
+        except ReaderGone:
+            drop_stdout()
+            return READER_GONE
+    if out_dir.exists() and not out_dir.is_dir():
+        p.error(f"OUT_DIR {out_dir} is not a folder")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        p.error(f"OUT_DIR {out_dir} cannot be created: {e.strerror or e}")
     status = 0
     for name in names:
-        child = subprocess.run([sys.executable, __file__, "--one", name, str(out_dir)])
-        if child.returncode == 3:
+        code, last = run_child(name, out_dir)
+        if code == 3:
             return 3
-        if child.returncode != 0:
-            print(f"{name}: FAILED (exit {child.returncode})", file=sys.stderr)
+        if code == READER_GONE:
+            raise ReaderGone()
+        if code != 0:
+            say(f"{name}: FAILED ({why_failed(name, code, last)})")
             status = 1
     return status
 

@@ -45,8 +45,15 @@ NOT_A_SNAPSHOT = (
 def load_snapshot(path):
     """The snapshot in `path`, told apart by its first bytes: JSON, or a
     pickle (protocol 2 and later start with 0x80). Anything else, or a file
-    that does not parse as what it starts like, is not a snapshot."""
-    data = Path(path).read_bytes()
+    that does not parse as what it starts like, is not a snapshot; nor is
+    what is not a regular file (a folder, a device such as /dev/zero, which
+    would be read without end)."""
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError("this is a folder, not a snapshot file")
+    if p.exists() and not p.is_file():
+        raise ValueError("not a regular file (a snapshot is one)")
+    data = p.read_bytes()
     head = data.lstrip()[:1]
     if head == b"{":
         try:
@@ -223,6 +230,43 @@ def write_trace(path, header, events):
             out.write(json.dumps(e, separators=(",", ":")) + "\n")
 
 
+def byte_count(text):
+    """--peak-reserved's and --peak-allocated's value: bytes, 0 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"a byte count is 0 or more, not {n}")
+    return n
+
+
+def contradiction(header):
+    """Why the header's figures cannot all be true, or None: an allocator's
+    allocations lie inside what it reserved, and its peak allocated includes
+    what it held when the history began (as `streamcore replay` checks)."""
+    reserved = header["peak_reserved_bytes"]
+    allocated = header["peak_allocated_bytes"]
+    start = header["live_at_start_bytes"]
+    if reserved < allocated:
+        return (f"the peak reserved ({reserved} B) is below the peak allocated ({allocated} B), "
+                "which cannot be: an allocator's allocations lie inside what it reserved")
+    if allocated < start:
+        return (f"the peak allocated ({allocated} B) is below what the snapshot held when its "
+                f"history began ({start} B), which cannot be: are --peak-allocated and "
+                "--peak-reserved this run's figures?")
+    return None
+
+
+def say(line):
+    """`torch_snapshot_to_trace: line` on stderr (nothing where stderr
+    cannot be written: the exit status still says how it went)."""
+    try:
+        print(f"torch_snapshot_to_trace: {line}", file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
 def device_number(text):
     """--device's value: a device number, 0 or more."""
     try:
@@ -241,28 +285,43 @@ def main(argv=None):
     p.add_argument("--device", type=device_number, default=0,
                    help="which device's history (default 0)")
     p.add_argument("--workload", help="the workload's name (default: the snapshot's file name)")
-    p.add_argument("--peak-reserved", type=int, help="torch.cuda.max_memory_reserved()")
-    p.add_argument("--peak-allocated", type=int, help="torch.cuda.max_memory_allocated()")
+    p.add_argument("--peak-reserved", type=byte_count, help="torch.cuda.max_memory_reserved()")
+    p.add_argument("--peak-allocated", type=byte_count, help="torch.cuda.max_memory_allocated()")
     args = p.parse_args(argv)
+    if (args.peak_reserved is not None and args.peak_allocated is not None
+            and args.peak_reserved < args.peak_allocated):
+        p.error(f"--peak-reserved {args.peak_reserved} is below --peak-allocated "
+                f"{args.peak_allocated}: an allocator's allocations lie inside what it reserved")
     try:
         snapshot = load_snapshot(args.snapshot)
         header, events, warnings = convert(snapshot, args.device)
-    except (OSError, ValueError, pickle.UnpicklingError, EOFError) as e:
-        print(f"torch_snapshot_to_trace: {args.snapshot}: {e}", file=sys.stderr)
+    except OSError as e:
+        say(f"{args.snapshot}: {e.strerror or e}")
+        return 1
+    except (ValueError, pickle.UnpicklingError, EOFError) as e:
+        say(f"{args.snapshot}: {e}")
         return 1
     header["workload"] = args.workload or Path(args.snapshot).name.split(".")[0]
     if args.peak_reserved is not None:
         header["peak_reserved_bytes"] = args.peak_reserved
     if args.peak_allocated is not None:
         header["peak_allocated_bytes"] = args.peak_allocated
+    why = contradiction(header)
+    if why:
+        say(f"{args.snapshot}: {why}")
+        return 1
     for w in warnings:
-        print(f"torch_snapshot_to_trace: warning: {w}", file=sys.stderr)
+        say(f"warning: {w}")
     try:
         write_trace(args.trace, header, events)
     except OSError as e:
-        print(f"torch_snapshot_to_trace: {args.trace}: {e}", file=sys.stderr)
+        say(f"{args.trace}: {e.strerror or e}")
         return 1
-    print(f"{args.trace}: {len(events)} events, {header['streams']} streams", file=sys.stderr)
+    try:
+        print(f"{args.trace}: {len(events)} events, {header['streams']} streams",
+              file=sys.stderr, flush=True)
+    except OSError:
+        pass
     return 0
 
 

@@ -17,13 +17,24 @@
 //! Every command writes its results to stdout and its errors to stderr, one
 //! line each, and exits 0 on success, 1 on a failure it explains, 2 on bad
 //! arguments. A closed stdout (`streamcore demo | head -1`) ends a command
-//! quietly with status 0.
+//! quietly with status 0; `--help` and `--version` are output like any
+//! other ([`parse_and_run`]).
+
+/// One line on stderr, after `streamcore: `, as [`error_line`] writes it:
+/// `eprintln!` that never panics.
+macro_rules! error_line {
+    ($($arg:tt)*) => {
+        $crate::error_line(format_args!($($arg)*))
+    };
+}
 
 pub mod demo;
 pub mod platform;
 pub mod record;
 pub mod replay;
 
+use std::ffi::OsString;
+use std::fmt;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -57,6 +68,31 @@ pub enum Command {
     Record(record::RecordArgs),
 }
 
+/// Parses the command line `args` (the program's name first) and runs it.
+///
+/// `--help` and `--version` are the command's output, on stdout: a closed
+/// stdout ends them quietly with status 0, one that cannot be written (a
+/// full disk) is one line on stderr and status 1, as for every command
+/// ([`finish_output`]). A bad argument is clap's message on stderr and
+/// status 2.
+pub fn parse_and_run<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    match Cli::try_parse_from(args) {
+        Ok(cli) => run(cli),
+        Err(e) if e.use_stderr() => {
+            // Where stderr itself cannot be written, nothing is left to
+            // tell: the status still says it.
+            let _ = e.print();
+            ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+        }
+        // Help or version, asked for: written like any output.
+        Err(e) => finish_output(e.print().and_then(|()| io::stdout().flush())),
+    }
+}
+
 /// Runs a parsed command line; the exit code says how it went.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
@@ -77,8 +113,18 @@ pub fn finish_output(written: io::Result<()>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("streamcore: writing the output: {e}");
+            error_line!("writing the output: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes `streamcore: ` and `message` as one line on stderr, the way every
+/// command says what went wrong. Unlike `eprintln!`, it never panics: where
+/// stderr itself cannot be written (a closed pipe, `2>&1 | head -1` once
+/// `head` is gone; a full disk), nothing is left to tell, and the exit
+/// status still says how the command went (1 or 2, never a panic's 101).
+pub fn error_line(message: fmt::Arguments<'_>) {
+    let mut err = io::stderr().lock();
+    let _ = writeln!(err, "streamcore: {message}");
 }

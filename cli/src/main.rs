@@ -3,8 +3,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    streamcore_cli::run(streamcore_cli::Cli::parse())
+    streamcore_cli::parse_and_run(std::env::args_os())
 }

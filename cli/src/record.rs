@@ -74,7 +74,8 @@ An id is live from its alloc to its free; a free must name a live id, and a
 size must be between 1 byte and 16 TiB. Streams are numbered 0, 1, ... in
 order of first use; `streams` and `events`, when given, must match the
 events. `live_at_start_bytes` is what the recorder already held before the
-recording began: in its peaks, not in the events. The header's peaks are the
+recording began: in its peaks, not in the events; so the figures given
+must keep live_at_start_bytes <= peak_allocated_bytes <= peak_reserved_bytes. The header's peaks are the
 recorded program's (replay shows them as \"PyTorch, recorded\"), not those of a
 replay of the events.";
 

@@ -268,3 +268,111 @@ fn a_real_pytorch_snapshot_gives_pytorchs_own_peaks() {
     // is PyTorch's allocated peak.
     assert_eq!(u(&v, "peak_live_bytes"), 238_129_664);
 }
+
+/// Peaks that are no byte counts, or that contradict each other or the
+/// snapshot, are refused before a trace `streamcore replay` would refuse
+/// is written: a bad argument is status 2, a contradiction with the
+/// snapshot status 1, each one line.
+#[test]
+fn the_converter_refuses_peaks_that_cannot_be_true() {
+    let Some(py) = python() else { return };
+    let dir = scratch("peaks");
+    let snap = dir.join("snap.json");
+    std::fs::write(&snap, SNAPSHOT).unwrap();
+    let trace = dir.join("t.jsonl");
+    for (extra, code, says) in [
+        (
+            &["--peak-reserved", "-5"][..],
+            2,
+            "argument --peak-reserved: a byte count is 0 or more, not -5",
+        ),
+        (
+            &["--peak-allocated", "1e9"],
+            2,
+            "argument --peak-allocated: not a whole number of bytes: '1e9'",
+        ),
+        (
+            &["--peak-reserved", "10", "--peak-allocated", "100"],
+            2,
+            "--peak-reserved 10 is below --peak-allocated 100",
+        ),
+        // The snapshot held 4 MiB when its history began.
+        (
+            &["--peak-allocated", "1000"],
+            1,
+            "the peak allocated (1000 B) is below what the snapshot held when its history began (4194304 B)",
+        ),
+        (
+            &["--peak-reserved", "1000"],
+            1,
+            "the peak reserved (1000 B) is below the peak allocated",
+        ),
+    ] {
+        let out = convert(py, &[&snap, &trace], extra);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+        assert!(!err.contains("Traceback"), "{extra:?}: {err}");
+        assert!(!trace.exists(), "{extra:?}: no trace written");
+    }
+}
+
+/// A snapshot that is a folder or no regular file (a device such as
+/// /dev/zero, which would be read without end), and an output that cannot
+/// be written, are one line each, naming the path once.
+#[test]
+fn the_converter_names_files_it_cannot_use_once() {
+    let Some(py) = python() else { return };
+    let dir = scratch("files");
+    let snap = dir.join("snap.json");
+    std::fs::write(&snap, SNAPSHOT).unwrap();
+    let folder = dir.join("folder");
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut cases = vec![
+        (
+            folder.clone(),
+            dir.join("t.jsonl"),
+            folder.clone(),
+            "this is a folder, not a snapshot file",
+        ),
+        (
+            dir.join("none.pickle"),
+            dir.join("t.jsonl"),
+            dir.join("none.pickle"),
+            "No such file or directory",
+        ),
+        (
+            snap.clone(),
+            folder.clone(),
+            folder.clone(),
+            "Is a directory",
+        ),
+        (
+            snap.clone(),
+            dir.join("no/such/t.jsonl"),
+            dir.join("no/such/t.jsonl"),
+            "No such file or directory",
+        ),
+    ];
+    if Path::new("/dev/zero").exists() {
+        cases.push((
+            "/dev/zero".into(),
+            dir.join("t.jsonl"),
+            "/dev/zero".into(),
+            "not a regular file (a snapshot is one)",
+        ));
+    }
+    for (input, output, named, says) in cases {
+        let out = convert(py, &[&input, &output], &[]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        // The snapshot's own warnings aside, one line.
+        let lines: Vec<&str> = err.lines().filter(|l| !l.contains(": warning: ")).collect();
+        let n = named.to_str().unwrap();
+        assert_eq!(
+            lines,
+            [format!("torch_snapshot_to_trace: {n}: {says}")],
+            "the path once, then why: {err}"
+        );
+    }
+}

@@ -138,3 +138,152 @@ fn the_check_runs_every_workload_on_the_cpu_or_says_why_not() {
         text(&out.stdout)
     );
 }
+
+/// A stand-in for PyTorch that claims a CUDA device and fails as
+/// `FAKE_TORCH_FAILS` says: `raise` (an exception whose message runs over
+/// two lines, as CUDA's do) or `kill` (the process killed, as the kernel's
+/// out-of-memory killer does).
+const FAKE_TORCH: &str = r#"
+import os
+import signal
+
+
+class _Cuda:
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def init():
+        how = os.environ.get("FAKE_TORCH_FAILS")
+        if how == "raise":
+            raise RuntimeError("CUDA error: out of memory\nCUDA kernel errors might be "
+                               "asynchronously reported")
+        if how == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+cuda = _Cuda()
+
+
+def manual_seed(seed):
+    pass
+"#;
+
+/// Records `names` into a fresh folder with the stand-in PyTorch failing
+/// as `how` says.
+fn record_with_fake_torch(test: &str, how: &str, names: &[&str]) -> Option<Output> {
+    let dir = scratch(test);
+    let fake = dir.join("fake");
+    std::fs::create_dir_all(fake.join("torch")).unwrap();
+    std::fs::write(fake.join("torch/__init__.py"), FAKE_TORCH).unwrap();
+    run(&[])?;
+    Some(
+        Command::new("python3")
+            .arg(script())
+            .arg(dir.join("traces"))
+            .args(names)
+            .env("PYTHONPATH", &fake)
+            .env("FAKE_TORCH_FAILS", how)
+            .output()
+            .expect("run python3"),
+    )
+}
+
+/// A workload whose process fails is reported with its reason on the
+/// FAILED line (the exception and the first line of its message), the
+/// child's traceback kept above it; the next workload is still tried.
+#[test]
+fn a_failed_recording_says_why_beside_failed() {
+    let names = ["mlp_train_eval", "unet_train"];
+    let Some(out) = record_with_fake_torch("record-fails", "raise", &names) else {
+        return;
+    };
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for name in names {
+        let line = format!("{name}: FAILED (exit 1: RuntimeError: CUDA error: out of memory)");
+        assert!(
+            err.lines().any(|l| l == line),
+            "missing the line {line:?} in:\n{err}"
+        );
+    }
+    // The whole traceback, for the log.
+    assert_eq!(
+        err.matches("Traceback (most recent call last)").count(),
+        2,
+        "{err}"
+    );
+    assert!(
+        err.contains("CUDA kernel errors might be asynchronously reported"),
+        "{err}"
+    );
+}
+
+/// A workload whose process is killed says by what.
+#[cfg(unix)]
+#[test]
+fn a_killed_recording_says_by_what() {
+    let Some(out) = record_with_fake_torch("record-killed", "kill", &["vit_serving"]) else {
+        return;
+    };
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l == "vit_serving: FAILED (killed by SIGKILL, out of memory?)"),
+        "{err}"
+    );
+}
+
+/// OUT_DIR must be a folder, or one that can be made: a bad argument,
+/// said in one line (no traceback), nothing recorded.
+#[test]
+fn an_out_dir_that_cannot_be_a_folder_is_a_bad_argument() {
+    let dir = scratch("record-out-dir");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "not a folder").unwrap();
+    for (out_dir, says) in [
+        (file.clone(), "is not a folder"),
+        (file.join("below"), "cannot be created"),
+    ] {
+        let o = out_dir.to_str().unwrap();
+        let Some(out) = run(&[o, "mlp_train_eval"]) else {
+            return;
+        };
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{o}: {err}");
+        assert!(err.contains(&format!("OUT_DIR {o} {says}")), "{err}");
+        assert!(!err.contains("Traceback"), "{err}");
+    }
+}
+
+/// `--list` into a reader that went away stops quietly with status 0;
+/// into a full disk it is one line and status 1; never a traceback.
+#[cfg(target_os = "linux")]
+#[test]
+fn output_that_cannot_be_written() {
+    if run(&["--list"]).is_none() {
+        return;
+    }
+    let list = |stdout: std::process::Stdio| {
+        Command::new("python3")
+            .arg(script())
+            .arg("--list")
+            .stdout(stdout)
+            .output()
+            .expect("run python3")
+    };
+    let out = list(common::readerless_pipe("record-list"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    if let Some(full) = common::full_disk() {
+        let out = list(full);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(
+            err.trim_end(),
+            "record_workloads: writing the output: No space left on device"
+        );
+    }
+}

@@ -92,8 +92,8 @@ pub fn main(args: &DemoArgs) -> ExitCode {
     let result = match args.platform {
         PlatformArg::Mock => mock::run(args.seed.unwrap_or(0), &mut out),
         PlatformArg::Hip if args.seed.is_some() => {
-            eprintln!(
-                "streamcore: --seed picks the mock's schedule; a real GPU keeps its own \
+            error_line!(
+                "--seed picks the mock's schedule; a real GPU keeps its own \
                  (leave --seed out with --platform hip)"
             );
             return ExitCode::from(2);
@@ -105,7 +105,7 @@ pub fn main(args: &DemoArgs) -> ExitCode {
         // Nobody reads the rest (`| head`): stop quietly.
         Err(DemoError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("streamcore: {e}");
+            error_line!("{e}");
             ExitCode::FAILURE
         }
     }

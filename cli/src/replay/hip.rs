@@ -9,7 +9,7 @@
 //! what was in use before the pass, over the trace's own peak live bytes).
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -18,9 +18,9 @@ use streamcore::platform::Platform;
 use streamcore_hip::{DEVICE_ALIGNMENT, HipPlatform, StoragePreference};
 use streamcore_mock::replay::{Trace, TraceEvent};
 
-use super::ReplayArgs;
 use super::hip_target::{DeviceTarget, PoolTarget, StreamcoreTarget, TargetError};
 use super::layout::{self, ChosenLayout};
+use super::{ReplayArgs, TraceFailure, output};
 use crate::platform::{StorageArg, hip_unavailable};
 
 /// The columns every line has (the PyTorch script prints the same).
@@ -54,7 +54,7 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
     let platform = match HipPlatform::new() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("streamcore: {}", hip_unavailable(&e));
+            error_line!("{}", hip_unavailable(&e));
             return ExitCode::FAILURE;
         }
     };
@@ -72,10 +72,10 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
         }
     };
     let mut out = io::stdout().lock();
-    let _ = writeln!(
+    let head = writeln!(
         out,
         "# device {} ({} B), virtual-memory granularity {}, layout {}, touch {}, runs {}",
-        platform.device_name(),
+        output::printable(platform.device_name()),
         props.total_memory,
         platform
             .vmm_granularity()
@@ -83,16 +83,45 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
         chosen.name,
         if args.touch { "64 KiB" } else { "no" },
         args.runs()
-    );
-    let _ = writeln!(out, "{COLUMNS} books_ratio");
+    )
+    .and_then(|()| writeln!(out, "{COLUMNS} books_ratio"))
+    .and_then(|()| out.flush());
+    if let Err(e) = head {
+        return super::output_error(&e);
+    }
+    report_traces(&args.traces, &mut out, |path, out| {
+        run_trace(&platform, &chosen, path, args, out)
+    })
+}
+
+/// Why a trace's lines were not printed.
+#[derive(Debug)]
+enum TraceRunError {
+    /// The trace could not be loaded or replayed: one line saying which
+    /// and why (the path in it); the other traces are still replayed.
+    Trace(String),
+    /// The output could not be written: the command stops.
+    Output(io::Error),
+}
+
+/// Runs `run` on each trace in turn. A trace that fails is one line on
+/// stderr and the others still run (status 1 at the end); output that
+/// cannot be written stops the command at once, quietly with status 0 when
+/// its reader went away (`| head`), as every command does.
+fn report_traces<W: Write>(
+    traces: &[PathBuf],
+    out: &mut W,
+    mut run: impl FnMut(&Path, &mut W) -> Result<(), TraceRunError>,
+) -> ExitCode {
     let mut failed = 0;
-    for path in &args.traces {
-        match run_trace(&platform, &chosen, path, args, &mut out) {
+    for path in traces {
+        match run(path, out) {
             Ok(()) => {}
-            Err(why) => {
-                eprintln!("streamcore: {}: {why}", path.display());
+            Err(TraceRunError::Trace(why)) => {
+                error_line!("{why}");
                 failed += 1;
             }
+            Err(TraceRunError::Output(e)) => return super::output_error(&e),
         }
     }
     if failed > 0 {
@@ -108,12 +137,17 @@ fn run_trace(
     path: &Path,
     args: &ReplayArgs,
     out: &mut impl Write,
-) -> Result<(), String> {
-    let trace = Trace::load(path).map_err(|e| e.to_string())?;
-    let name = if trace.header.workload.is_empty() {
-        super::output::stem(path)
-    } else {
-        trace.header.workload.clone()
+) -> Result<(), TraceRunError> {
+    let trace = load(path)?;
+    let name = column_name(&trace, path);
+    // A failure of the replay itself: the first line of the reason (a
+    // manager's message may carry its memory report on further lines).
+    let failed = |who: &str, why: String| {
+        TraceRunError::Trace(format!(
+            "{}: {who}: {}",
+            path.display(),
+            why.lines().next().unwrap_or_default()
+        ))
     };
     let touch = args.touch;
     let runs = args.runs();
@@ -139,49 +173,38 @@ fn run_trace(
         for who in [round % 2, 1 - round % 2] {
             if who == 0 {
                 pool_best
-                    .keep(timed(&trace, make_pool()).map_err(|e| format!("hipMallocAsync: {e}"))?);
+                    .keep(timed(&trace, make_pool()).map_err(|e| failed("hipMallocAsync", e))?);
             } else {
-                ours_best.keep(timed(&trace, make_ours()).map_err(|e| format!("streamcore: {e}"))?);
+                ours_best.keep(timed(&trace, make_ours()).map_err(|e| failed("streamcore", e))?);
             }
         }
     }
     let pool = memory(platform, &trace, pool_best, make_pool())
-        .map_err(|e| format!("hipMallocAsync: {e}"))?;
+        .map_err(|e| failed("hipMallocAsync", e))?;
     let ours =
-        memory(platform, &trace, ours_best, make_ours()).map_err(|e| format!("streamcore: {e}"))?;
+        memory(platform, &trace, ours_best, make_ours()).map_err(|e| failed("streamcore", e))?;
     let storage = platform.device_storage().map_or("?", |s| s.name());
     let live = peak_live(&trace);
     let touch_s = if touch { "yes" } else { "no" };
-    let ratio = |b: u64| {
-        if live == 0 {
-            0.0
-        } else {
-            b as f64 / live as f64
-        }
-    };
+    let ratio = |b: u64| ratio_text(b, live);
     let line = |who: &str, m: &Measured| {
         format!(
-            "{name} {who} {touch_s} {:.1} {} {} {live} {:.4} {}",
+            "{name} {who} {touch_s} {:.1} {} {} {live} {} {}",
             m.wall_ms,
             m.driver_calls,
             m.peak_used,
             ratio(m.peak_used),
-            m.books_peak
-                .map_or_else(|| "-".to_owned(), |b| format!("{:.4}", ratio(b)))
+            m.books_peak.map_or_else(|| "-".to_owned(), ratio)
         )
     };
+    // The layout's name may be a file's path: one column all the same.
+    let ours_name = column(&format!("streamcore-{storage}-{}", chosen.name));
     let written = writeln!(out, "{}", line("hipMallocAsync", &pool))
+        .and_then(|()| writeln!(out, "{}", line(&ours_name, &ours)))
         .and_then(|()| {
             writeln!(
                 out,
-                "{}",
-                line(&format!("streamcore-{}-{}", storage, chosen.name), &ours)
-            )
-        })
-        .and_then(|()| {
-            writeln!(
-                out,
-                "# {name}: streamcore/hipMallocAsync wall {:.3}, peak used {:.4} vs {:.4}; streamcore fences {}",
+                "# {name}: streamcore/hipMallocAsync wall {:.3}, peak used {} vs {}; streamcore fences {}",
                 ours.wall_ms / pool.wall_ms.max(1e-9),
                 ratio(ours.peak_used),
                 ratio(pool.peak_used),
@@ -189,7 +212,56 @@ fn run_trace(
             )
         })
         .and_then(|()| out.flush());
-    written.map_err(|e| format!("writing the output: {e}"))
+    written.map_err(TraceRunError::Output)
+}
+
+/// `text` as one column of a line of columns split on whitespace (the
+/// lines of `replay --platform hip`, which `scripts/score_replays.py` reads):
+/// each whitespace or control character becomes `_`, so a workload named
+/// `my model` stays one column and its figures stay under their headings;
+/// an empty name is `-`.
+fn column(text: &str) -> String {
+    if text.is_empty() {
+        return "-".to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_whitespace() || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// `bytes` over the trace's peak live bytes, to four decimals; `-` for a
+/// trace that allocates nothing, which has no ratio (a 0 would read as
+/// the best ratio there is).
+fn ratio_text(bytes: u64, live: u64) -> String {
+    if live == 0 {
+        "-".to_owned()
+    } else {
+        format!("{:.4}", bytes as f64 / live as f64)
+    }
+}
+
+/// The trace at `path`, or the one line saying why not (naming the file
+/// once, as the mock replay does).
+fn load(path: &Path) -> Result<Trace, TraceRunError> {
+    Trace::load(path)
+        .map_err(|e| TraceRunError::Trace(TraceFailure::Load(path.to_path_buf(), e).to_string()))
+}
+
+/// The trace's name in the first column: the header's workload, else the
+/// file's name up to its first dot, as one column
+/// ([`column`]).
+fn column_name(trace: &Trace, path: &Path) -> String {
+    if trace.header.workload.is_empty() {
+        column(&output::stem(path))
+    } else {
+        column(&trace.header.workload)
+    }
 }
 
 /// The trace's own peak of live bytes.
@@ -380,6 +452,92 @@ mod tests {
             ]
         );
         assert_eq!(samples, [0, 1, 2, 3], "one sample after every event");
+    }
+
+    /// A writer whose every write fails with `kind`.
+    struct Failing(io::ErrorKind);
+
+    impl Write for Failing {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::from(self.0))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Runs `report_traces` over traces `a`, `b`, `c` into `out`; each
+    /// trace writes a row, and `b` fails when `b_fails`. The exit code and
+    /// the traces that ran.
+    fn report<W: Write>(out: &mut W, b_fails: bool) -> (ExitCode, Vec<String>) {
+        let traces = ["a", "b", "c"].map(PathBuf::from);
+        let mut ran = Vec::new();
+        let code = report_traces(&traces, out, |path, out| {
+            let name = path.display().to_string();
+            ran.push(name.clone());
+            if b_fails && name == "b" {
+                return Err(TraceRunError::Trace("b: no such file".into()));
+            }
+            writeln!(out, "{name} row").map_err(TraceRunError::Output)
+        });
+        (code, ran)
+    }
+
+    /// A reader that went away (`| head`) ends the command quietly with
+    /// status 0, and no further trace is replayed on the device; any other
+    /// write error is a failure, and also stops.
+    #[test]
+    fn output_that_cannot_be_written_stops_the_replays() {
+        let (code, ran) = report(&mut Failing(io::ErrorKind::BrokenPipe), false);
+        assert_eq!(code, ExitCode::SUCCESS);
+        assert_eq!(ran, ["a"]);
+        let (code, ran) = report(&mut Failing(io::ErrorKind::StorageFull), false);
+        assert_eq!(code, ExitCode::FAILURE);
+        assert_eq!(ran, ["a"]);
+    }
+
+    /// A trace that fails is reported, and the others are still replayed.
+    #[test]
+    fn a_failed_trace_does_not_stop_the_others() {
+        let mut out = Vec::new();
+        let (code, ran) = report(&mut out, true);
+        assert_eq!(code, ExitCode::FAILURE);
+        assert_eq!(ran, ["a", "b", "c"]);
+        assert_eq!(String::from_utf8(out).unwrap(), "a row\nc row\n");
+        let (code, _) = report(&mut Vec::new(), false);
+        assert_eq!(code, ExitCode::SUCCESS);
+    }
+
+    /// A trace that cannot be loaded is named once in its line, as the
+    /// mock replay names it.
+    #[test]
+    fn a_trace_that_does_not_load_is_named_once() {
+        let path = Path::new("no/such/trace.jsonl.gz");
+        match load(path) {
+            Err(TraceRunError::Trace(why)) => {
+                assert_eq!(why, "no/such/trace.jsonl.gz: no such file");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The name column is one column whatever the header or the file name
+    /// holds.
+    #[test]
+    fn the_name_column_is_one_column() {
+        let mut t = trace();
+        t.header.workload = "my model\tv2\n".into();
+        assert_eq!(column_name(&t, Path::new("x.jsonl.gz")), "my_model_v2_");
+        t.header.workload.clear();
+        assert_eq!(column_name(&t, Path::new("dir/my run.jsonl.gz")), "my_run");
+    }
+
+    /// A trace that allocates nothing has no ratio: `-`, never `0.0000`.
+    #[test]
+    fn no_ratio_without_live_bytes() {
+        assert_eq!(ratio_text(0, 0), "-");
+        assert_eq!(ratio_text(2 << 20, 0), "-");
+        assert_eq!(ratio_text(3, 2), "1.5000");
     }
 
     #[test]

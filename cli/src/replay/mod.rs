@@ -10,8 +10,8 @@ mod layout;
 mod output;
 mod plot;
 mod progress;
+mod svg_file;
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -27,6 +27,7 @@ use crate::platform::{FreesArg, PlatformArg, StorageArg};
 use layout::{ChosenLayout, LayoutArgError};
 use output::Outcome;
 use progress::Progress;
+use svg_file::{check_svg_path, check_svg_target, svg_paths};
 
 /// The device the bundled traces were recorded on (an H200): 141 GB.
 pub const TOTAL_MEMORY: u64 = 141_000_000_000;
@@ -343,7 +344,7 @@ impl fmt::Display for TraceFailure {
 /// reported.
 pub fn main(args: &ReplayArgs) -> ExitCode {
     if let Err(why) = check_platform_options(args) {
-        eprintln!("streamcore: {why}");
+        error_line!("{why}");
         return ExitCode::from(2);
     }
     if args.platform == PlatformArg::Hip {
@@ -358,7 +359,7 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
                 .try_for_each(|p| check_svg_target(p))
         });
         if let Err(why) = checked {
-            eprintln!("streamcore: {why}");
+            error_line!("{why}");
             return ExitCode::from(2);
         }
     }
@@ -378,7 +379,7 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
         let (outcome, plot_failure) = match run_one(path, &chosen, svg, progress) {
             Ok(o) => o,
             Err(e) => {
-                eprintln!("streamcore: {e}");
+                error_line!("{e}");
                 failed += 1;
                 continue;
             }
@@ -399,7 +400,7 @@ pub fn main(args: &ReplayArgs) -> ExitCode {
         // The report is out; the plot that could not be written fails the
         // command all the same.
         if let Some(e) = plot_failure {
-            eprintln!("streamcore: {e}");
+            error_line!("{e}");
             failed += 1;
         }
         done.push(outcome);
@@ -434,7 +435,7 @@ fn run_hip(args: &ReplayArgs) -> ExitCode {
         report_layout_error(&e);
         return ExitCode::from(2);
     }
-    eprintln!("streamcore: {}", crate::platform::HIP_NOT_BUILT);
+    error_line!("{}", crate::platform::HIP_NOT_BUILT);
     ExitCode::FAILURE
 }
 
@@ -449,62 +450,12 @@ pub fn replay_device() -> DeviceProperties {
     }
 }
 
-/// `--svg FILE` writes SVG: FILE must say so (`out.png` would hold SVG text
-/// under a bitmap's name), and its folder must be there: a plot that cannot
-/// be written is found out before any trace is replayed.
-fn check_svg_path(path: &Path) -> Result<(), String> {
-    let is_svg = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("svg"));
-    if !is_svg {
-        return Err(format!(
-            "--svg {}: the plot is an SVG document; give a file name ending in .svg",
-            path.display()
-        ));
-    }
-    // `plot.svg` has the empty parent: the current folder.
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    match std::fs::metadata(parent) {
-        Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => Err(format!(
-            "--svg {}: {} is not a folder",
-            path.display(),
-            parent.display()
-        )),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(format!(
-            "--svg {}: no folder {} to write the plot in (create it first)",
-            path.display(),
-            parent.display()
-        )),
-        Err(e) => Err(format!(
-            "--svg {}: {}: {e}",
-            path.display(),
-            parent.display()
-        )),
-    }
-}
-
-/// A file the plot will be written to must not be a folder.
-fn check_svg_target(path: &Path) -> Result<(), String> {
-    if path.is_dir() {
-        Err(format!(
-            "--svg {}: this is a folder; give the name of a file to write the plot to",
-            path.display()
-        ))
-    } else {
-        Ok(())
-    }
-}
-
 fn report_layout_error(e: &LayoutArgError) {
-    eprintln!("streamcore: {e}");
+    error_line!("{e}");
     // A file of the wrong shape: where the format is described. (A layout
     // the rules or the device refuse says why in its one line.)
     if matches!(e, LayoutArgError::Format { .. }) {
-        eprintln!("streamcore: the layout file format is in `streamcore replay --help`");
+        error_line!("the layout file format is in `streamcore replay --help`");
     }
 }
 
@@ -513,36 +464,9 @@ fn output_error(e: &io::Error) -> ExitCode {
         // Nobody reads the rest (`| head`): stop quietly.
         ExitCode::SUCCESS
     } else {
-        eprintln!("streamcore: writing the output: {e}");
+        error_line!("writing the output: {e}");
         ExitCode::FAILURE
     }
-}
-
-/// `--svg FILE` for each trace: FILE itself for one trace, else FILE with
-/// the trace's name before the extension (unique even when names repeat).
-fn svg_paths(svg: Option<&Path>, traces: &[PathBuf]) -> Vec<Option<PathBuf>> {
-    let Some(svg) = svg else {
-        return vec![None; traces.len()];
-    };
-    if traces.len() == 1 {
-        return vec![Some(svg.to_path_buf())];
-    }
-    let base = svg.with_extension("");
-    let base = base.to_string_lossy();
-    let mut used = BTreeSet::new();
-    traces
-        .iter()
-        .map(|t| {
-            let name = output::stem(t);
-            let mut candidate = format!("{base}-{name}.svg");
-            let mut n = 2;
-            while !used.insert(candidate.clone()) {
-                candidate = format!("{base}-{name}-{n}.svg");
-                n += 1;
-            }
-            Some(PathBuf::from(candidate))
-        })
-        .collect()
 }
 
 /// Replays one trace: its outcome, and why its plot could not be written
@@ -666,59 +590,4 @@ fn target(chosen: &ChosenLayout) -> StreamcoreTarget {
         chosen.layout.alignment().max(ALIGNMENT),
         Accounting::with_capacity(TOTAL_MEMORY),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn svg_paths_must_end_in_svg() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        assert!(check_svg_path(&src.join("plot.svg")).is_ok());
-        assert!(check_svg_path(Path::new("PLOT.SVG")).is_ok());
-        for bad in ["out.png", "plot", "plot.svg.gz", "dir/"] {
-            let e = check_svg_path(Path::new(bad)).unwrap_err();
-            assert!(e.contains("ending in .svg"), "{bad}: {e}");
-        }
-    }
-
-    /// The folder of the plot must be there, and be a folder; the plot's
-    /// own name must not be a folder.
-    #[test]
-    fn svg_paths_need_a_folder_to_go_in() {
-        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let e = check_svg_path(&crate_dir.join("no-such-folder/x.svg")).unwrap_err();
-        assert!(
-            e.contains("no folder") && e.contains("no-such-folder"),
-            "{e}"
-        );
-        let e = check_svg_path(&crate_dir.join("Cargo.toml/x.svg")).unwrap_err();
-        assert!(e.contains("Cargo.toml is not a folder"), "{e}");
-        let e = check_svg_target(&crate_dir.join("src")).unwrap_err();
-        assert!(e.contains("is a folder"), "{e}");
-        assert!(check_svg_target(&crate_dir.join("src/plot.svg")).is_ok());
-    }
-
-    #[test]
-    fn svg_paths_per_trace() {
-        let traces = [
-            PathBuf::from("a/gpt2.jsonl.gz"),
-            PathBuf::from("b/gpt2.jsonl"),
-            PathBuf::from("llama.jsonl.gz"),
-        ];
-        assert_eq!(svg_paths(None, &traces), vec![None, None, None]);
-        assert_eq!(
-            svg_paths(Some(Path::new("out/p.svg")), &traces[..1]),
-            vec![Some(PathBuf::from("out/p.svg"))]
-        );
-        assert_eq!(
-            svg_paths(Some(Path::new("out/p.svg")), &traces),
-            vec![
-                Some(PathBuf::from("out/p-gpt2.svg")),
-                Some(PathBuf::from("out/p-gpt2-2.svg")),
-                Some(PathBuf::from("out/p-llama.svg")),
-            ]
-        );
-    }
 }

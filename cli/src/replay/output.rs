@@ -110,9 +110,9 @@ pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
     writeln!(
         out,
         "{}  ({}, layout {})",
-        o.path.display(),
+        printable(&o.path.display().to_string()),
         o.shown_name(),
-        o.layout
+        printable(&o.layout)
     )?;
     let row = |out: &mut dyn Write, what: &str, ours: String, theirs: Option<String>| match (
         torch, theirs,

@@ -5,7 +5,7 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use streamcore_mock::replay::json::Value;
 
@@ -68,4 +68,65 @@ pub fn assert_no_hip_runtime<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>)
         "{err}"
     );
     assert!(out.stdout.is_empty(), "nothing on stdout");
+}
+
+/// A pipe's write end with no reader, for a command's stdout or stderr:
+/// every write to it fails with a broken pipe, whatever the timing (as
+/// `| head` does once `head` is gone). Opening a FIFO for reading and
+/// writing never blocks on Linux, so it serves as the reader while the
+/// write end opens, and is closed before the command starts.
+#[cfg(target_os = "linux")]
+pub fn readerless_pipe(test: &str) -> Stdio {
+    use std::fs::OpenOptions;
+    let fifo = scratch(&format!("fifo-{test}")).join("out");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let reader = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .expect("open the FIFO");
+    let writer = OpenOptions::new()
+        .write(true)
+        .open(&fifo)
+        .expect("open the FIFO's write end");
+    drop(reader);
+    Stdio::from(writer)
+}
+
+/// `/dev/full` opened for writing (every write fails: no space left), or
+/// `None` where there is none.
+pub fn full_disk() -> Option<Stdio> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .ok()
+        .map(Stdio::from)
+}
+
+/// Whether `python3` runs here; says SKIPPED (past the test harness's
+/// capture) when it does not, for the caller to skip.
+pub fn has_python(what: &str) -> bool {
+    let found = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: python3 not found; {what} was not run"
+        );
+    }
+    found
+}
+
+/// The script `scripts/{name}`.
+pub fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scripts")
+        .join(name)
 }

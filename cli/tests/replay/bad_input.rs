@@ -196,3 +196,30 @@ fn one_bad_trace_does_not_hide_the_others() {
     assert_eq!(objects.len(), 1);
     assert_eq!(u(&objects[0], "events"), 968);
 }
+
+/// A header whose figures contradict each other is refused, not printed as
+/// a recorded run's (a reserved / allocated ratio below 1).
+#[test]
+fn a_header_whose_figures_contradict_each_other_is_refused() {
+    let dir = scratch("header-contradicts");
+    let path = dir.join("contradicts.jsonl");
+    for (header, says) in [
+        (
+            r#"{"header": {"peak_reserved_bytes": 10, "peak_allocated_bytes": 100}}"#,
+            r#"line 1: the header's "peak_reserved_bytes" (10) is below its "peak_allocated_bytes" (100)"#,
+        ),
+        (
+            r#"{"header": {"peak_allocated_bytes": 100, "live_at_start_bytes": 200}}"#,
+            r#"line 1: the header's "peak_allocated_bytes" (100) is below its "live_at_start_bytes" (200)"#,
+        ),
+    ] {
+        std::fs::write(
+            &path,
+            format!("{header}\n{{\"op\":\"alloc\",\"id\":1,\"size\":4096,\"stream\":0}}\n"),
+        )
+        .unwrap();
+        let out = replay(&[&path]);
+        assert_refused(&out, &[&format!("contradicts.jsonl: {says}")]);
+        assert!(out.stdout.is_empty(), "no table for {header}");
+    }
+}

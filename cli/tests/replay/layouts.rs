@@ -160,3 +160,37 @@ fn layouts_that_do_not_fit_the_device_are_refused_before_the_first_event() {
         "{err}"
     );
 }
+
+/// A layout file that is not one — endless (`/dev/zero`), far too long,
+/// not text, or a folder — is a bad argument said in one line, read in
+/// bounded memory (an endless file is not read whole).
+#[test]
+fn files_that_are_not_layout_files_are_refused_in_one_line() {
+    let dir = scratch("layouts-not-files");
+    let t = trace("two_stream_pipeline");
+    let long = dir.join("long.json");
+    // Valid JSON, but no layout is a megabyte long.
+    let mut text_of_long = String::from("{\"preset\": \"sliced\"");
+    text_of_long.push_str(&" ".repeat(2 << 20));
+    text_of_long.push('}');
+    std::fs::write(&long, text_of_long).unwrap();
+    let binary = dir.join("binary.json");
+    std::fs::write(&binary, b"{\"preset\": \"sl\xffced\"}").unwrap();
+    let folder = dir.join("folder.json");
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut cases = vec![
+        (long, "longer than 1048576 bytes: not a layout file"),
+        (binary, "not UTF-8 text (byte 14 is not)"),
+        (folder, "this is a folder, not a layout file"),
+    ];
+    if std::path::Path::new("/dev/zero").exists() {
+        cases.push(("/dev/zero".into(), "longer than 1048576 bytes"));
+    }
+    for (file, why) in cases {
+        let out = replay(&[&"--layout", &file, &t]);
+        let err = text(&out.stderr);
+        assert_bad_argument(&out, &[&format!("layout file {}: {why}", file.display())]);
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(out.stdout.is_empty(), "nothing replayed: {err}");
+    }
+}

@@ -273,3 +273,27 @@ fn control_characters_of_a_workload_are_escaped_in_the_table() {
         text(&out.stdout)
     );
 }
+
+/// A trace's or a layout file's name with control characters is escaped
+/// in the table too, as the workload is.
+#[test]
+fn control_characters_of_file_names_are_escaped_in_the_table() {
+    let dir = scratch("control-characters-files");
+    let path = dir.join("t\u{1b}[2J.jsonl");
+    std::fs::write(
+        &path,
+        "{\"header\": {}}\n{\"op\":\"alloc\",\"id\":1,\"size\":4096,\"stream\":0}\n",
+    )
+    .unwrap();
+    let layout = dir.join("l\u{7}.json");
+    std::fs::write(&layout, r#"{"preset": "sliced"}"#).unwrap();
+    let out = replay(&[&"--layout", &layout, &path]);
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !shown.contains('\u{1b}') && !shown.contains('\u{7}'),
+        "{shown:?}"
+    );
+    assert!(shown.contains(r"t\u{1b}[2J.jsonl"), "{shown}");
+    assert!(shown.contains(r"l\u{7}.json)"), "{shown}");
+}

@@ -13,6 +13,10 @@ use streamcore::hash::FxHashMap;
 
 use super::json::{self, Value};
 
+mod header;
+
+use header::parse_header;
+
 /// The largest size a trace may name (16 TiB, beyond any device).
 pub const MAX_TRACE_SIZE: u64 = 1 << 44;
 /// The most streams a trace may use.
@@ -443,45 +447,7 @@ impl<R: BufRead> Read for Members<R> {
     }
 }
 
-fn parse_header(text: &str) -> Result<TraceHeader, TraceError> {
-    let v = json::parse(text).map_err(|why| TraceError::MissingHeader { why })?;
-    let Some(h) = v.get("header") else {
-        return Err(TraceError::MissingHeader {
-            why: "the first line has no \"header\" member".into(),
-        });
-    };
-    if !matches!(h, Value::Object(_)) {
-        return Err(TraceError::MissingHeader {
-            why: "\"header\" is not an object".into(),
-        });
-    }
-    // Each figure is optional, but one that is there is a non-negative
-    // integer: a figure of another type is refused, not read as absent.
-    let num = |k: &str| match h.get(k) {
-        None | Some(Value::Null) => Ok(None),
-        Some(_) => field(h, k, 1).map(Some),
-    };
-    let workload = match h.get("workload") {
-        None | Some(Value::Null) => "",
-        Some(Value::Str(s)) => s.as_str(),
-        Some(_) => {
-            return Err(TraceError::MalformedLine {
-                line: 1,
-                why: "\"workload\" in the header is not a string".into(),
-            });
-        }
-    };
-    Ok(TraceHeader {
-        workload: workload.into(),
-        peak_allocated_bytes: num("peak_allocated_bytes")?,
-        peak_reserved_bytes: num("peak_reserved_bytes")?,
-        segment_allocs: num("segment_allocs")?,
-        streams: num("streams")?,
-        events: num("events")?,
-        live_at_start_bytes: num("live_at_start_bytes")?,
-    })
-}
-
+/// The non-negative integer `key` of the object `v` on line `line`.
 fn field(v: &Value, key: &str, line: usize) -> Result<u64, TraceError> {
     match v.get(key) {
         Some(Value::UInt(n)) => Ok(*n),
@@ -507,6 +473,12 @@ fn parse_event(
     trace: &mut Trace,
 ) -> Result<TraceEvent, TraceError> {
     let v = json::parse(text).map_err(|why| TraceError::MalformedLine { line, why })?;
+    if !matches!(v, Value::Object(_)) {
+        return Err(TraceError::MalformedLine {
+            line,
+            why: "not a JSON object (an event is {\"op\": \"alloc\" or \"free\", ...})".into(),
+        });
+    }
     let op = match v.get("op") {
         Some(Value::Str(s)) => s.as_str(),
         Some(_) => {

@@ -31,6 +31,8 @@ mod policy;
 mod values;
 
 use std::fmt;
+use std::fs::File;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use streamcore::memory::{LayoutError, LayoutPreset, MemoryLayout};
@@ -63,12 +65,13 @@ pub enum LayoutArgError {
         /// What was given.
         given: String,
     },
-    /// The file could not be read.
+    /// The file could not be read, or is not a layout file's text (not
+    /// UTF-8, or larger than [`MAX_LAYOUT_FILE_BYTES`]).
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why, in a few words.
+        why: String,
     },
     /// The file is not JSON, or a member is wrong.
     Format {
@@ -106,8 +109,8 @@ impl fmt::Display for LayoutArgError {
                 }
                 write!(f, ")")
             }
-            LayoutArgError::Read { path, source } => {
-                write!(f, "layout file {}: {source}", path.display())
+            LayoutArgError::Read { path, why } => {
+                write!(f, "layout file {}: {why}", path.display())
             }
             LayoutArgError::Format { path, at, why } if at.is_empty() => {
                 write!(f, "layout file {}: {why}", path.display())
@@ -136,20 +139,15 @@ pub fn choose(given: &str, props: &DeviceProperties) -> Result<ChosenLayout, Lay
         });
     }
     let path = Path::new(given);
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(LayoutArgError::Unknown {
-                given: given.to_owned(),
-            });
-        }
-        Err(source) => {
-            return Err(LayoutArgError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
+    let text = read_layout_file(path).map_err(|e| match e {
+        None => LayoutArgError::Unknown {
+            given: given.to_owned(),
+        },
+        Some(why) => LayoutArgError::Read {
+            path: path.to_path_buf(),
+            why,
+        },
+    })?;
     let layout = parse(&text, props).map_err(|e| match e {
         FileError::Format { at, why } => LayoutArgError::Format {
             path: path.to_path_buf(),
@@ -193,6 +191,42 @@ pub fn check_without_device(given: &str, alignment: u64) -> Result<(), LayoutArg
         Ok(_) | Err(LayoutArgError::Device { .. }) => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// The most bytes a layout file may hold. A layout is a few hundred bytes:
+/// a larger file is not one, and an endless one (`/dev/zero`, a FIFO that
+/// never ends) is refused once this much was read, not read into memory
+/// whole.
+pub const MAX_LAYOUT_FILE_BYTES: u64 = 1 << 20;
+
+/// The text of the layout file `path`: `Err(None)` when there is no such
+/// file (the name may be a misspelt preset), else `Err(Some(why))` when it
+/// cannot be read as a layout file's text.
+fn read_layout_file(path: &Path) -> Result<String, Option<String>> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(None),
+        Err(e) => return Err(Some(e.to_string())),
+    };
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(Some("this is a folder, not a layout file".into()));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_LAYOUT_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Some(e.to_string()))?;
+    if bytes.len() as u64 > MAX_LAYOUT_FILE_BYTES {
+        return Err(Some(format!(
+            "longer than {MAX_LAYOUT_FILE_BYTES} bytes: not a layout file (a layout is a \
+             JSON object of a few hundred bytes)"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Some(format!(
+            "not UTF-8 text (byte {} is not): not a layout file",
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 fn preset_named(name: &str) -> Option<LayoutPreset> {

@@ -416,3 +416,53 @@ fn an_endless_line_is_refused_in_bounded_memory() {
     )]);
     assert_eq!(parse(&text).unwrap().events.len(), 1);
 }
+
+/// Header figures that contradict each other are refused: a recorder's
+/// peak reserved is at least its peak allocated, which is at least what it
+/// held when the recording began. Equal figures, or one of a pair absent,
+/// are fine.
+#[test]
+fn header_figures_that_contradict_each_other_are_refused() {
+    let event = r#"{"op":"alloc","id":1,"size":4,"stream":0}"#;
+    for (header, why) in [
+        (
+            r#"{"header": {"peak_reserved_bytes": 10, "peak_allocated_bytes": 11}}"#,
+            r#""peak_reserved_bytes" (10) is below its "peak_allocated_bytes" (11)"#,
+        ),
+        (
+            r#"{"header": {"peak_allocated_bytes": 5, "live_at_start_bytes": 6}}"#,
+            r#""peak_allocated_bytes" (5) is below its "live_at_start_bytes" (6)"#,
+        ),
+    ] {
+        match parse(&std::format!("{header}\n{event}\n")) {
+            Err(TraceError::MalformedLine { line: 1, why: w }) => {
+                assert!(w.contains(why), "{header}: {w}");
+            }
+            other => panic!("{header}: {other:?}"),
+        }
+    }
+    for header in [
+        r#"{"header": {"peak_reserved_bytes": 10, "peak_allocated_bytes": 10, "live_at_start_bytes": 10}}"#,
+        r#"{"header": {"peak_reserved_bytes": 10, "live_at_start_bytes": 20}}"#,
+        r#"{"header": {"peak_allocated_bytes": 10}}"#,
+    ] {
+        assert!(
+            parse(&std::format!("{header}\n{event}\n")).is_ok(),
+            "{header}"
+        );
+    }
+}
+
+/// An event line that is JSON but not an object says so, rather than that
+/// it lacks an "op".
+#[test]
+fn an_event_that_is_not_an_object_says_so() {
+    for line in ["[1, 2]", "5", "\"alloc\"", "null"] {
+        match parse(&lines(&[line])) {
+            Err(TraceError::MalformedLine { line: 2, why }) => {
+                assert!(why.starts_with("not a JSON object"), "{line}: {why}");
+            }
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+}
