@@ -5,7 +5,6 @@
 //! waits: submit under the lock, wait with no lock held, complete under the
 //! lock. Other threads keep launching on other streams meanwhile.
 
-use alloc::vec;
 use alloc::vec::Vec;
 
 use super::Device;
@@ -116,8 +115,8 @@ impl<P: Platform, L: RawLock> Device<P, L> {
             let (mut inner, env) = self.parts();
             inner.read_submit(env, stream, buffer)?
         };
-        let (ticket, event) = ticket.take_event();
-        let mut out = vec![0u8; ticket.len()];
+        let (mut ticket, event) = ticket.take_event();
+        let mut out = ticket.take_out();
         let waited = self.shared.env.platform.synchronize(&event);
         drop(event);
         let (mut inner, env) = self.parts();

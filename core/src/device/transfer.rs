@@ -1,6 +1,8 @@
 //! Buffers in and out: reservation, uploads staged through the pinned host
 //! pool, downloads with the taint check.
 
+use alloc::vec::Vec;
+
 use super::buffer::Location;
 use super::handle::Buffer;
 use super::launch::{as_sized, taint_region};
@@ -26,6 +28,9 @@ pub(crate) enum Alloc {
 pub(crate) struct ReadTicket<Ev> {
     /// The buffer's size in bytes, as a host length.
     len: usize,
+    /// Where the bytes go: room for `len` bytes, reserved before the copy
+    /// was queued (a host that cannot hold them is refused up front).
+    out: Vec<u8>,
     /// The staging slice the copy writes.
     staging: SliceHandle,
     /// Its bytes.
@@ -338,6 +343,13 @@ impl<P: Platform> Inner<P> {
         let len = usize::try_from(size).map_err(|_| {
             Error::InvalidArgument("the buffer is larger than this host's address space")
         })?;
+        // The bytes' room on the host, before anything is queued: an
+        // allocation that fails later aborts the process (panics without
+        // `std`), whatever the buffer's size the caller asked for.
+        let mut out = Vec::new();
+        out.try_reserve_exact(len).map_err(|_| {
+            Error::InvalidArgument("the host cannot allocate room for the buffer's bytes")
+        })?;
         let (staging, at) = self.host.reserve(size).map_err(host_err::<P>)?;
         self.scratch_marks.clear();
         self.push_marks(id, Access::Read)?;
@@ -371,6 +383,7 @@ impl<P: Platform> Inner<P> {
                 self.stats.events_recorded += 1;
                 Ok(ReadTicket {
                     len,
+                    out,
                     staging,
                     at,
                     fence: Fence { cursor, event },
@@ -427,6 +440,7 @@ impl<Ev> ReadTicket<Ev> {
     pub(crate) fn take_event(self) -> (ReadTicket<()>, Ev) {
         let ReadTicket {
             len,
+            out,
             staging,
             at,
             fence: Fence { cursor, event },
@@ -434,6 +448,7 @@ impl<Ev> ReadTicket<Ev> {
         (
             ReadTicket {
                 len,
+                out,
                 staging,
                 at,
                 fence: Fence { cursor, event: () },
@@ -442,9 +457,12 @@ impl<Ev> ReadTicket<Ev> {
         )
     }
 
-    /// The buffer's size in bytes (it fits the host's address space).
-    pub(crate) fn len(&self) -> usize {
-        self.len
+    /// The room for the bytes: `len` zeroed bytes, in the room reserved
+    /// by the submit (no allocation here).
+    pub(crate) fn take_out(&mut self) -> Vec<u8> {
+        let mut out = core::mem::take(&mut self.out);
+        out.resize(self.len, 0);
+        out
     }
 }
 

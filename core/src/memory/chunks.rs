@@ -371,6 +371,14 @@ impl ChunkTable {
         (n != NIL).then_some(n)
     }
 
+    /// Whether no chunk of the reservation `map` is committed. O(1): the
+    /// map's extent ends at its last committed granule, so it is empty
+    /// exactly when nothing is committed (a walk over the granules here
+    /// made giving back a page committed in `n` pieces cost `O(n^2)`).
+    pub(super) fn is_bare(&self, map: u32) -> bool {
+        self.maps[map].granules.is_empty()
+    }
+
     /// Every chunk of the reservation `map`, by offset (for releasing a
     /// whole reservation; not a hot path).
     pub(super) fn chunks_of(&self, map: u32) -> Vec<u32> {
@@ -461,8 +469,10 @@ mod tests {
         assert_eq!(t.extent(map), 2);
         assert_eq!(t.next_gap(map, 0, 20), Some((2, 20)));
         assert_eq!(t.use_span(map, 0, 20).1, 18);
+        assert!(!t.is_bare(map));
         t.remove(a);
         assert_eq!(t.extent(map), 0);
+        assert!(t.is_bare(map));
         assert_eq!(t.chunks_of(map), Vec::<u32>::new());
     }
 }

@@ -232,9 +232,7 @@ impl<S: Storage> MemoryManager<S> {
             // A large page's own reservation goes with its last chunk.
             let owner = self.seg().chunks.owner_of(ch.map);
             let r = self.seg().reservations[owner];
-            if usize::from(r.lane) == LARGE_LANE
-                && r.pages == 0
-                && self.seg().chunks.chunks_of(r.map).is_empty()
+            if usize::from(r.lane) == LARGE_LANE && r.pages == 0 && self.seg().chunks.is_bare(r.map)
             {
                 let seg = self.seg_mut();
                 seg.engines[LARGE_LANE].remove_page(r.first_block);
@@ -260,7 +258,7 @@ impl<S: Storage> MemoryManager<S> {
                 break;
             };
             let r = *r;
-            if r.pages != 0 || !seg.chunks.chunks_of(r.map).is_empty() {
+            if r.pages != 0 || !seg.chunks.is_bare(r.map) {
                 i += 1;
                 continue;
             }

@@ -68,7 +68,7 @@ impl<S: Storage> MemoryManager<S> {
         let floor = self
             .segment
             .as_ref()
-            .map_or(0, |s| s.chunks.granule() * FLOOR_GRANULES);
+            .map_or(0, |s| s.chunks.granule().saturating_mul(FLOOR_GRANULES));
         let stranded = self.stranded_bytes();
         if self.layout.policy().strand_guard == StrandGuard::Adaptive
             && self.books.live.saturating_add(need) <= self.books.peak_live

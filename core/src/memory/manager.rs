@@ -15,7 +15,7 @@ use super::report::MemoryReport;
 use super::rounding::round_up;
 use super::segment::Segment;
 use super::slots::{self, SliceTable, Slot};
-use crate::platform::{DeviceRange, Storage, StorageTerms};
+use crate::platform::{DeviceRange, ResizableTerms, Storage, StorageTerms};
 use crate::stream::capture::{CaptureState, Phase};
 
 /// The largest request a manager accepts (larger ones are refused as
@@ -28,6 +28,13 @@ pub const MAX_REQUEST: u64 = 1 << 56;
 /// `u64` over a storage that never refuses. A request past it is refused
 /// as out of memory ([`OomCause::HeldLimit`](super::OomCause::HeldLimit)).
 pub const MAX_HELD: u64 = 1 << 62;
+
+/// The smallest granule pages are carved in over a storage with resizable
+/// pages: a storage declaring a finer granularity (down to one byte) is
+/// committed in whole multiples of this, so a chunk map holds at most four
+/// bytes of host memory per 4 KiB of device memory committed and a walk
+/// over granules costs at most one step per 4 KiB.
+pub(super) const MIN_GRANULE: u64 = 4 << 10;
 
 /// Pages released by a cleanup.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -130,7 +137,7 @@ pub struct MemoryManager<S: Storage> {
     pub(super) capture: CaptureState,
     /// Slices the open capture window holds.
     pub(super) window: Vec<u32>,
-    pub(super) persistent_depth: u32,
+    pub(super) persistent_depth: u64,
     /// Storage flushes and growth are held (see
     /// [`MemoryManager::hold_flushes`]).
     pub(super) flushes_held: bool,
@@ -184,15 +191,19 @@ impl<S: Storage> MemoryManager<S> {
         self.align = align;
         // Pages carved from reservations when the storage offers resizable
         // pages with a granularity that is a power of two and a multiple
-        // of the alignment; else pages from `alloc`.
+        // of the alignment; else pages from `alloc`. The chunk maps cost
+        // host memory and walks per granule, so a granularity below
+        // `MIN_GRANULE` is carved in granules of `MIN_GRANULE` (whole
+        // multiples of the storage's: its terms still hold).
         self.segment = self
             .terms
             .resizable
-            .filter(|r| {
-                r.granularity.is_power_of_two()
-                    && r.granularity >= align
-                    && r.max_reservation >= r.granularity
+            .filter(|r| r.granularity.is_power_of_two())
+            .map(|r| ResizableTerms {
+                granularity: r.granularity.max(MIN_GRANULE),
+                ..r
             })
+            .filter(|r| r.granularity >= align && r.max_reservation >= r.granularity)
             .map(|r| Segment::new(r, align, self.layout.policy().large_page_granules));
         self.pools.clear();
         let add = |pools: &mut Vec<Pool>, kind, page: u64, max_slice, cap| {

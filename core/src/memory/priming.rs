@@ -11,7 +11,9 @@ impl<S: Storage> MemoryManager<S> {
     /// Opens a persistent window (windows nest): reserves go to the
     /// persistent pool until the matching [`end_persistent`](Self::end_persistent).
     pub fn begin_persistent(&mut self) {
-        self.persistent_depth += 1;
+        // Saturating: 2^64 nested windows are never reached, and a window
+        // past them stays persistent rather than wrapping to none.
+        self.persistent_depth = self.persistent_depth.saturating_add(1);
     }
 
     /// Closes the innermost persistent window.
@@ -78,5 +80,50 @@ impl<S: Storage> MemoryManager<S> {
         self.capture.abort()?;
         self.drop_window_holds();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{AllocationMode, MemoryLayout};
+    use crate::null::NullStorage;
+    use crate::platform::DeviceProperties;
+
+    fn manager() -> MemoryManager<NullStorage> {
+        let props = DeviceProperties {
+            total_memory: 1 << 30,
+            max_page_size: 1 << 20,
+            alignment: 256,
+            integrated: false,
+        };
+        MemoryManager::new(NullStorage::default(), MemoryLayout::for_device(&props))
+    }
+
+    /// Windows nest without bound: the depth was a `u32` incremented with
+    /// `+=`, so the 2^32-th `begin_persistent` overflowed (a panic in a
+    /// debug build, persistent mode silently off in a release build).
+    #[test]
+    fn persistent_windows_nest_past_any_count_without_overflow() {
+        let mut m = manager();
+        m.persistent_depth = u32::MAX.into();
+        m.begin_persistent();
+        assert_eq!(m.mode(), AllocationMode::Persistent);
+        m.end_persistent().unwrap();
+        assert_eq!(m.mode(), AllocationMode::Persistent, "still nested");
+        m.persistent_depth = u64::MAX;
+        m.begin_persistent();
+        assert_eq!(
+            m.mode(),
+            AllocationMode::Persistent,
+            "saturated, not wrapped"
+        );
+        m.persistent_depth = 1;
+        m.end_persistent().unwrap();
+        assert_eq!(m.mode(), AllocationMode::Auto);
+        assert!(matches!(
+            m.end_persistent(),
+            Err(MemoryError::NoPersistentWindow)
+        ));
     }
 }

@@ -100,7 +100,9 @@ impl StorageCosts {
 #[non_exhaustive]
 pub struct ResizableTerms {
     /// Offsets and lengths of commits are whole multiples of this many bytes
-    /// (`hipMemGetAllocationGranularity`; a power of two).
+    /// (`hipMemGetAllocationGranularity`; a power of two). A memory manager
+    /// commits in granules of at least 4 KiB (whole multiples of a finer
+    /// granularity): its books cost host memory and time per granule.
     pub granularity: u64,
     /// The largest address range one [`Storage::reserve`](super::Storage::reserve)
     /// may ask for.

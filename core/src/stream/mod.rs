@@ -9,4 +9,4 @@ pub mod sync;
 pub use capture::{CacheMode, CaptureError, CaptureState, DoomReason, Phase};
 pub use pins::CrossPins;
 pub use pool::{StreamId, StreamPool};
-pub use sync::{Cursor, SyncTable, WaitPlan, WriteMark};
+pub use sync::{Cursor, MAX_TRACKED_STREAMS, SyncTable, WaitPlan, WriteMark};

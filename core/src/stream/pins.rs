@@ -5,7 +5,7 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use super::pool::StreamId;
-use super::sync::{Cursor, UnknownStream};
+use super::sync::{Cursor, UnknownStream, tracked};
 
 /// Cross-stream bindings pinned until the consumer's work has completed.
 ///
@@ -20,15 +20,19 @@ pub struct CrossPins<H> {
 }
 
 impl<H> CrossPins<H> {
-    /// Pins for `streams` consumer streams.
+    /// Pins for `streams` consumer streams (at most
+    /// [`MAX_TRACKED_STREAMS`](super::sync::MAX_TRACKED_STREAMS)).
     pub fn new(streams: usize) -> Self {
+        let streams = tracked(streams);
         let mut per_consumer = Vec::with_capacity(streams);
         per_consumer.resize_with(streams, Default::default);
         Self { per_consumer }
     }
 
-    /// Makes room for consumers `0..streams` (never shrinks).
+    /// Makes room for consumers `0..streams` (never shrinks; at most
+    /// [`MAX_TRACKED_STREAMS`](super::sync::MAX_TRACKED_STREAMS)).
     pub fn grow(&mut self, streams: usize) {
+        let streams = tracked(streams);
         if self.per_consumer.len() < streams {
             self.per_consumer.resize_with(streams, Default::default);
         }

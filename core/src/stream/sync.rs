@@ -54,16 +54,20 @@ pub struct WaitPlan {
 }
 
 impl WaitPlan {
-    /// An empty plan for a table of `streams` streams.
+    /// An empty plan for a table of `streams` streams (at most
+    /// [`MAX_TRACKED_STREAMS`], as [`SyncTable`] tracks).
     pub fn new(streams: usize) -> Self {
+        let streams = tracked(streams);
         Self {
             need: vec![0; streams],
             producers: Vec::with_capacity(streams),
         }
     }
 
-    /// Makes room for `streams` streams (never shrinks).
+    /// Makes room for `streams` streams (never shrinks; at most
+    /// [`MAX_TRACKED_STREAMS`]).
     pub fn grow(&mut self, streams: usize) {
+        let streams = tracked(streams);
         if self.need.len() < streams {
             self.need.resize(streams, 0);
             self.producers
@@ -94,10 +98,22 @@ impl WaitPlan {
     }
 }
 
+/// The most streams a [`SyncTable`], a [`WaitPlan`] or a
+/// [`CrossPins`](super::CrossPins) tracks, a device's bound
+/// ([`MAX_STREAMS`](crate::device::MAX_STREAMS)): a larger count is clamped
+/// (the matrix and its arithmetic stay small on every target); streams
+/// past it are unknown ([`UnknownStream`]).
+pub const MAX_TRACKED_STREAMS: usize = crate::device::MAX_STREAMS as usize;
+
+/// `streams`, clamped to [`MAX_TRACKED_STREAMS`].
+pub(crate) fn tracked(streams: usize) -> usize {
+    streams.min(MAX_TRACKED_STREAMS)
+}
+
 /// Cursors and the last-synced matrix of the streams in use: it starts at
 /// the streams it is built for and [`grows`](SyncTable::grow) as higher
 /// stream ids come into use, so its memory follows the streams used, not
-/// the streams a device could have.
+/// the streams a device could have. It tracks at most [`MAX_TRACKED_STREAMS`].
 ///
 /// Per stream `s`: its cursor (the latest submission), the highest cursor
 /// known to have completed on the device, and for every other stream `b`
@@ -113,8 +129,10 @@ pub struct SyncTable {
 }
 
 impl SyncTable {
-    /// A table for `streams` streams, all at cursor 0.
+    /// A table for `streams` streams (at most [`MAX_TRACKED_STREAMS`]), all at
+    /// cursor 0.
     pub fn new(streams: usize) -> Self {
+        let streams = tracked(streams);
         Self {
             n: streams,
             cells: vec![0; streams * (streams + 2)],
@@ -144,11 +162,12 @@ impl SyncTable {
         self.n
     }
 
-    /// Tracks streams `0..streams` (never shrinks; new streams start at
-    /// cursor 0, synced with nothing). Reallocates the matrix: call it when
-    /// a stream comes into use, not per submission.
+    /// Tracks streams `0..streams` (never shrinks; at most
+    /// [`MAX_TRACKED_STREAMS`]; new streams start at cursor 0, synced with
+    /// nothing). Reallocates the matrix: call it when a stream comes into
+    /// use, not per submission.
     pub fn grow(&mut self, streams: usize) {
-        let (n, m) = (self.n, streams);
+        let (n, m) = (self.n, tracked(streams));
         if m <= n {
             return;
         }
