@@ -57,7 +57,7 @@ for l in sys.stdin:
     cp -r platform-hip/nvidia "$dest/platform-hip/nvidia"
     rm -rf "$dest/platform-hip/nvidia/build" "$dest/platform-hip/nvidia/logs"
     cp scripts/gpu_memory_suite.sh scripts/torch_replay.py scripts/record_workloads.py \
-        scripts/torch_snapshot_to_trace.py "$dest/scripts/"
+        scripts/torch_snapshot_to_trace.py scripts/script_io.py "$dest/scripts/"
     cp tests/traces/*.jsonl.gz "$dest/tests/traces/"
     rm -rf "$dest/tests/unseen" "$dest/tests/heldout" "$dest/tests/fresh"
     cargo run --release -q -p streamcore-mock --example write_workloads -- "$dest/tests/unseen"

@@ -36,7 +36,6 @@ that stops early (`| head`) ends it quietly, status 0.
 import argparse
 import gzip
 import json
-import os
 import pickle
 import signal
 import subprocess
@@ -44,6 +43,8 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
+
+from script_io import OutputError, ReaderGone, drop_stdout, emit, stderr_line
 
 HERE = Path(__file__).resolve().parent
 
@@ -342,32 +343,7 @@ def import_torch():
     return torch
 
 
-class ReaderGone(Exception):
-    """stdout's reader went away (`| head`)."""
-
-
-class OutputError(Exception):
-    """stdout could not be written (a full disk)."""
-
-
-def emit(line):
-    """Prints `line` on stdout at once; a reader that went away is
-    ReaderGone, any other failure OutputError."""
-    try:
-        print(line, flush=True)
-    except BrokenPipeError:
-        raise ReaderGone() from None
-    except OSError as e:
-        raise OutputError(e.strerror or str(e)) from None
-
-
-def say(line):
-    """`line` on stderr (nothing where stderr cannot be written: the exit
-    status still says how it went)."""
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except OSError:
-        pass
+say = stderr_line
 
 
 def run_child(name, out_dir):
@@ -448,12 +424,6 @@ def main(argv=None):
     except OutputError as e:
         say(f"record_workloads: writing the output: {e}")
         return 1
-
-
-def drop_stdout():
-    """Points stdout at nothing: what it still holds would fail again when
-    flushed at exit."""
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def run(argv=None):

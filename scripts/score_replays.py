@@ -44,9 +44,10 @@ Standard library only.
 
 import argparse
 import math
-import os
 import sys
 from collections import defaultdict
+
+from script_io import OutputError, ReaderGone, drop_stdout, emit, stderr_line
 
 TOUCH = ("no", "yes")
 
@@ -56,28 +57,10 @@ class ScoreError(Exception):
     and line."""
 
 
-class ReaderGone(Exception):
-    """stdout's reader went away (`| head`)."""
-
-
-def emit(line):
-    """Prints `line` on stdout; a reader that went away is ReaderGone, any
-    other failure to write exits with one line."""
-    try:
-        print(line, flush=True)
-    except BrokenPipeError:
-        raise ReaderGone() from None
-    except OSError as e:
-        raise ScoreError(f"writing the output: {e.strerror or e}") from None
-
-
 def warn(message):
     """`score_replays: warning: message` on stderr (nothing where stderr
     cannot be written)."""
-    try:
-        print(f"score_replays: warning: {message}", file=sys.stderr, flush=True)
-    except OSError:
-        pass
+    stderr_line(f"score_replays: warning: {message}")
 
 
 def read_lines(path):
@@ -285,15 +268,14 @@ def main():
     try:
         score(args)
     except ScoreError as e:
-        try:
-            print(f"score_replays: {e}", file=sys.stderr)
-        except OSError:
-            pass
+        stderr_line(f"score_replays: {e}")
+        return 1
+    except OutputError as e:
+        stderr_line(f"score_replays: writing the output: {e}")
         return 1
     except ReaderGone:
-        # Nobody reads the rest (`| head`): stop quietly, and drop what
-        # stdout still holds (its flush at exit would fail again).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # Nobody reads the rest (`| head`): stop quietly.
+        drop_stdout()
     return 0
 
 

@@ -64,6 +64,8 @@ import time
 import unicodedata
 import zlib
 
+from script_io import OutputError, ReaderGone, drop_stdout, emit, stderr_line
+
 ALLOCATORS = {
     "default": None,
     "expandable": "expandable_segments:True",
@@ -91,32 +93,10 @@ class TraceError(ValueError):
     message names the line."""
 
 
-class ReaderGone(Exception):
-    """stdout's reader went away (`| head`)."""
-
-
-class OutputError(Exception):
-    """stdout could not be written (a full disk)."""
-
-
-def emit(line):
-    """Prints `line` on stdout at once; a reader that went away is
-    ReaderGone, any other failure OutputError."""
-    try:
-        print(line, flush=True)
-    except BrokenPipeError:
-        raise ReaderGone() from None
-    except OSError as e:
-        raise OutputError(e.strerror or str(e)) from None
-
-
 def say(message):
     """`torch_replay: message` on stderr; where stderr cannot be written,
     nothing is left to tell (the exit status still says how it went)."""
-    try:
-        print(f"torch_replay: {message}", file=sys.stderr, flush=True)
-    except OSError:
-        pass
+    stderr_line(f"torch_replay: {message}")
 
 
 def column(text):
@@ -540,8 +520,7 @@ def main():
         # Nobody reads the rest: stop quietly, and drop what stdout still
         # holds (its flush at exit would fail again). A child tells its
         # parent, which stops too.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        drop_stdout()
         return READER_GONE if args.no_header else 0
     return status
 

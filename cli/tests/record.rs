@@ -2,7 +2,6 @@
 //! end to end: a PyTorch-shaped snapshot → a trace → `streamcore replay`.
 
 use std::ffi::OsStr;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -10,7 +9,7 @@ use streamcore_mock::replay::json::{self, Value};
 
 mod common;
 
-use common::{scratch, streamcore, text, u};
+use common::{has_python, scratch, streamcore, text, u};
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/torch_snapshot_to_trace.py")
@@ -52,18 +51,7 @@ fn record_script_prints_the_committed_converter() {
 
 /// `python3`, or `None` (the caller skips, saying so).
 fn python() -> Option<&'static str> {
-    let found = Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        // Written past the test harness's capture, so the skip shows.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: python3 not found; the snapshot converter was not run"
-        );
-    }
-    found.then_some("python3")
+    has_python("the snapshot converter").then_some("python3")
 }
 
 /// A snapshot shaped as `torch.cuda.memory._snapshot()` returns it: a
