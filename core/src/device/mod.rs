@@ -36,6 +36,7 @@ mod inspect;
 mod launch;
 mod lock;
 mod order;
+mod release_queue;
 mod state;
 mod stats;
 mod teardown;
@@ -180,7 +181,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
             recording: 0,
             pins: CrossPins::new(0),
             pending: crate::arena::Arena::new(),
-            releases: handle::ReleaseQueue::open(id, handle::critical_of::<L>()),
+            releases: release_queue::ReleaseQueue::open(id, release_queue::critical_of::<L>()),
             stats: DeviceStats::default(),
             release_error: None,
             scratch_ops: Vec::new(),

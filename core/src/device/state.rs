@@ -13,8 +13,9 @@ use alloc::vec::Vec;
 
 use super::buffer::{BufferId, BufferTable};
 use super::frees::PendingFree;
-use super::handle::{Buffer, GraphId, KernelId, ReleaseQueue};
+use super::handle::{Buffer, GraphId, KernelId};
 use super::lock::{LockFamilyMutex, RawLock};
+use super::release_queue::ReleaseQueue;
 use super::{DeviceConfig, DeviceStats};
 use crate::arena::{Arena, Key};
 use crate::drop_queue::DropQueue;

@@ -281,8 +281,8 @@ fn a_failed_release_leaves_no_allocation_out_at_close() {
 #[test]
 fn a_held_idle_pool_is_never_waited_for() {
     use std::sync::mpsc;
-    let pool = super::handle::hold_idle_pool();
-    let before = super::handle::unpooled_queues();
+    let pool = super::release_queue::hold_idle_pool();
+    let before = super::release_queue::unpooled_queues();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let d = Device::new(Null, DeviceConfig::with_streams(1)).unwrap();
@@ -297,5 +297,5 @@ fn a_held_idle_pool_is_never_waited_for() {
         done.is_ok(),
         "a device made and dropped waited for the pool"
     );
-    assert!(super::handle::unpooled_queues() > before);
+    assert!(super::release_queue::unpooled_queues() > before);
 }

@@ -9,7 +9,8 @@ use super::{
     StaleBuffer, TableFull,
 };
 use crate::arena::{Arena, Key};
-use crate::device::handle::{Buffer, HandleShare, ReleaseQueue};
+use crate::device::handle::Buffer;
+use crate::device::release_queue::{HandleShare, ReleaseQueue};
 use crate::platform::{DeviceRange, PageId};
 use crate::stream::{Cursor, StreamId};
 

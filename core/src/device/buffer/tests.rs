@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::device::SpinLock;
-use crate::device::handle::{ReleaseQueue, critical_of};
+use crate::device::release_queue::{ReleaseQueue, critical_of};
 use crate::platform::PageId;
 
 fn placed(o: u64) -> Location<u32> {

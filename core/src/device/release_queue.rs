@@ -1,0 +1,389 @@
+//! The queue dropped handles push their ids on, and the allocation the
+//! user handles of one buffer share. A drop never takes the device lock:
+//! the device drains the queue at its next call.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::fmt;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+
+use super::buffer::BufferId;
+use super::handle::GraphId;
+use super::lock::RawLock;
+
+/// What dropped handles left for the device, behind the queue's lock, and
+/// the queue's handle allocations no buffer holds.
+#[derive(Debug, Default)]
+pub(crate) struct Releases {
+    /// The device the queue serves; 0 (no device has that id): closed.
+    device: u64,
+    pub(crate) buffers: Vec<BufferId>,
+    pub(crate) graphs: Vec<GraphId>,
+    /// Handle allocations of this queue no buffer holds, for the slot
+    /// indices its device adds (or, once it is gone, the next device's).
+    spare: Vec<&'static HandleShare>,
+    /// Once closed: allocations still held by handles that outlived the
+    /// device. The queue serves another device only when none is left.
+    outstanding: usize,
+}
+
+/// The mailbox of a closed queue: every drop takes the locked path.
+const CLOSED: u32 = u32::MAX;
+
+/// The queue handles push their ids on when dropped. A released buffer
+/// usually goes through the mailbox: one atomic word holding its slot index
+/// (a buffer's slot stays taken until the device processed its release, so
+/// the index names it), claimed with one compare-and-swap and emptied by the
+/// device with a plain load and store. When the mailbox is taken the id goes
+/// to the queue behind its own small lock (graphs always do). A drop never
+/// takes the device lock; the device reads both without locking, so an
+/// operation with nothing to release touches no shared lock.
+///
+/// A queue, and the handle allocations it hands its device's buffer table
+/// (one per slot index, see [`HandleShare`]), live as long as the program:
+/// handles reach them by `'static` references, which count nothing, so
+/// issuing a handle and dropping it change no reference count. Nothing is
+/// lost: when its device goes away the queue is closed, takes back every
+/// allocation no handle holds, and waits for the handles that outlived the
+/// device (each gives its allocation back when dropped, the mailbox closed
+/// to it); once the last is back the queue, with its allocations, goes to
+/// a pool the next device takes it from. The memory kept is what the
+/// devices alive at once needed at their peak. A queue is never shared by
+/// two devices and never serves a new one while an old handle could still
+/// reach its mailbox.
+///
+/// Its locks (the queue's, and the pool of idle queues) are taken inside
+/// the device's lock family's critical section ([`RawLock::critical`]): a
+/// handle dropped by an interrupt handler must not spin on a lock the
+/// thread it interrupted holds.
+#[derive(Debug)]
+pub(crate) struct ReleaseQueue {
+    /// A released buffer's slot index + 1; 0: empty; [`CLOSED`].
+    mailbox: AtomicU32,
+    /// Whether `queue` may hold ids.
+    pending: AtomicBool,
+    queue: spin::Mutex<Releases>,
+    /// The critical section of the lock family of the devices it serves
+    /// (an idle queue serves only a device of the same family).
+    critical: Critical,
+}
+
+/// A lock family's critical section, as a plain function: runs its
+/// argument inside [`RawLock::critical`].
+pub(crate) type Critical = fn(&mut dyn FnMut());
+
+/// The critical section of lock family `L`.
+pub(crate) fn critical_of<L: RawLock>() -> Critical {
+    fn run<L: RawLock>(f: &mut dyn FnMut()) {
+        L::critical(f)
+    }
+    run::<L>
+}
+
+/// Runs `f` once, inside `critical`. A family's critical section that did
+/// not call its argument (a broken contract) leaves `f` to run bare rather
+/// than lose what it does; one that called it twice runs it once.
+fn in_critical(critical: Critical, f: impl FnOnce()) {
+    let mut f = Some(f);
+    critical(&mut || {
+        if let Some(f) = f.take() {
+            f();
+        }
+    });
+    if let Some(f) = f.take() {
+        f();
+    }
+}
+
+/// Closed queues every handle came back to, for the next devices.
+static IDLE_QUEUES: spin::Mutex<Vec<&'static ReleaseQueue>> = spin::Mutex::new(Vec::new());
+
+/// Queues retired while another context held the pool (kept out of it).
+static UNPOOLED: AtomicUsize = AtomicUsize::new(0);
+
+/// Release queues that could not go back to the idle pool because another
+/// context held it at that moment (an interrupt handler that preempted a
+/// thread inside the pool): each keeps its few allocations unused. Zero
+/// unless devices are created or dropped in interrupt handlers.
+#[cfg(test)]
+pub(crate) fn unpooled_queues() -> usize {
+    UNPOOLED.load(Ordering::Relaxed)
+}
+
+/// The idle pool's lock, held by a test to play the preempted context.
+#[cfg(test)]
+pub(crate) fn hold_idle_pool() -> spin::MutexGuard<'static, Vec<&'static ReleaseQueue>> {
+    IDLE_QUEUES.lock()
+}
+
+impl ReleaseQueue {
+    /// A queue serving device `device` (a non-zero id no other device ever
+    /// has), whose lock family's critical section is `critical`: an idle
+    /// one of the same family, with the allocations it kept, or a new one.
+    pub(crate) fn open(device: u64, critical: Critical) -> &'static Self {
+        let mut idle = None;
+        in_critical(critical, || {
+            // Never waited for: the pool is shared by every lock family, and
+            // a family that masks nothing may hold it in a context an
+            // interrupt handler preempted. Busy: a new queue, as when the
+            // pool is empty.
+            let Some(mut queues) = IDLE_QUEUES.try_lock() else {
+                return;
+            };
+            let same = queues
+                .iter()
+                .rposition(|q| core::ptr::fn_addr_eq(q.critical, critical));
+            idle = same.map(|i| queues.swap_remove(i));
+        });
+        let queue: &'static Self = match idle {
+            Some(q) => q,
+            None => Box::leak(Box::new(Self {
+                mailbox: AtomicU32::new(0),
+                pending: AtomicBool::new(false),
+                queue: spin::Mutex::default(),
+                critical,
+            })),
+        };
+        queue.locked(|q| {
+            q.device = device;
+            q.outstanding = 0;
+            q.buffers.clear();
+            q.graphs.clear();
+            queue.mailbox.store(0, Ordering::Relaxed);
+            queue.pending.store(false, Ordering::Relaxed);
+        });
+        queue
+    }
+
+    /// Runs `f` on the lists, the queue's lock held inside its critical
+    /// section.
+    #[inline]
+    fn locked(&self, f: impl FnOnce(&mut Releases)) {
+        in_critical(self.critical, || f(&mut self.queue.lock()));
+    }
+
+    /// Gives the queue, closed and with every handle back, to the idle pool.
+    /// The pool is never waited for (see `open`): when another context
+    /// holds it, the queue is not pooled — its allocations stay with it,
+    /// unused, the one thing a preempted pool costs (counted in
+    /// `UNPOOLED`).
+    fn retire(&'static self) {
+        in_critical(self.critical, || match IDLE_QUEUES.try_lock() {
+            Some(mut queues) => queues.push(self),
+            None => {
+                UNPOOLED.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+
+    /// A handle allocation of this queue, for a new slot index of its
+    /// device's buffer table: a spare one, or a new one.
+    #[cold]
+    pub(crate) fn share(&'static self) -> &'static HandleShare {
+        let mut spare = None;
+        self.locked(|q| spare = q.spare.pop());
+        spare.unwrap_or_else(|| {
+            Box::leak(Box::new(HandleShare {
+                users: AtomicUsize::new(0),
+                releases: self,
+            }))
+        })
+    }
+
+    /// Closes the queue as its device goes away. `shares` are the
+    /// allocations of the device's slot indices; `live(i)` says whether
+    /// index `i` holds a live buffer. A live buffer whose release is not
+    /// queued may still have user handles: its allocation stays out until
+    /// the last one drops. Every other allocation is taken back, and what
+    /// was queued is dropped.
+    pub(crate) fn close(
+        &'static self,
+        shares: &[&'static HandleShare],
+        live: impl Fn(u32) -> bool,
+    ) {
+        let mut idle = false;
+        self.locked(|q| {
+            q.device = 0;
+            let word = self.mailbox.swap(CLOSED, Ordering::Acquire);
+            let mut held: Vec<bool> = (0..shares.len()).map(|i| live(i as u32)).collect();
+            let mailbox = (word != 0 && word != CLOSED).then(|| word - 1);
+            for index in q.buffers.iter().map(|id| id.index()).chain(mailbox) {
+                if let Some(h) = held.get_mut(index as usize) {
+                    *h = false;
+                }
+            }
+            q.buffers.clear();
+            q.graphs.clear();
+            self.pending.store(false, Ordering::Relaxed);
+            let mut outstanding = 0;
+            for (&share, &held) in shares.iter().zip(&held) {
+                if held {
+                    outstanding += 1;
+                } else {
+                    q.spare.push(share);
+                }
+            }
+            q.outstanding = outstanding;
+            idle = outstanding == 0;
+        });
+        if idle {
+            self.retire();
+        }
+    }
+
+    /// Queues graph `id` of device `device` for release (ignored once the
+    /// queue serves another device or none).
+    pub(super) fn push_graph(&self, device: u64, id: GraphId) {
+        self.push(device, |q| q.graphs.push(id));
+    }
+
+    /// Runs `f` on the lists when the queue serves device `device`.
+    fn push(&self, device: u64, f: impl FnOnce(&mut Releases)) {
+        self.locked(|q| {
+            if q.device == device {
+                f(q);
+                self.pending.store(true, Ordering::Release);
+            }
+        });
+    }
+
+    /// Queues the release of buffer `id` of device `device`, whose handles
+    /// shared `share`: in the mailbox when it is empty.
+    #[inline]
+    pub(super) fn push_buffer(
+        &'static self,
+        device: u64,
+        id: BufferId,
+        share: &'static HandleShare,
+    ) {
+        // At most 2^32 - 2 (the table refuses index u32::MAX): no overflow.
+        let word = id.index().wrapping_add(1);
+        if word == 0
+            || word == CLOSED
+            || self
+                .mailbox
+                .compare_exchange(0, word, Ordering::Release, Ordering::Relaxed)
+                .is_err()
+        {
+            self.push_buffer_locked(device, id, share);
+        }
+    }
+
+    /// [`push_buffer`](Self::push_buffer) when the mailbox is taken or
+    /// closed: the id is queued, or, when the device is gone, `share` comes
+    /// back to the queue (the last one back makes the queue idle).
+    #[cold]
+    fn push_buffer_locked(&'static self, device: u64, id: BufferId, share: &'static HandleShare) {
+        let mut idle = false;
+        self.locked(|q| {
+            if q.device == device {
+                q.buffers.push(id);
+                self.pending.store(true, Ordering::Release);
+                return;
+            }
+            // The device is gone: the queue, closed, counts this handle's
+            // allocation as out (it serves no other device before it is
+            // back). Any other state would be a miscount: the allocation
+            // then stays out rather than risk serving two buffers.
+            if q.device != 0 || q.outstanding == 0 {
+                return;
+            }
+            q.spare.push(share);
+            q.outstanding -= 1;
+            idle = q.outstanding == 0;
+        });
+        if idle {
+            self.retire();
+        }
+    }
+
+    /// Whether ids may be waiting (cheap; no lock).
+    #[inline]
+    pub(crate) fn is_pending(&self) -> bool {
+        self.mailbox.load(Ordering::Acquire) != 0 || self.pending.load(Ordering::Acquire)
+    }
+
+    /// Whether the locked queue may hold ids (cheap; no lock).
+    #[inline]
+    pub(crate) fn is_queued(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// Empties the mailbox: the slot index of the buffer released there.
+    /// Only the device calls it, under its lock (one taker at a time), so a
+    /// load and a store suffice: between them no drop can fill it.
+    #[inline]
+    pub(crate) fn take_mailbox(&self) -> Option<u32> {
+        let word = self.mailbox.load(Ordering::Acquire);
+        if word == 0 {
+            return None;
+        }
+        self.mailbox.store(0, Ordering::Relaxed);
+        Some(word - 1)
+    }
+
+    /// Moves the queued ids to the end of `buffers` and `graphs` (every
+    /// vector keeps its capacity). Returns whether anything was queued.
+    pub(crate) fn take(&self, buffers: &mut Vec<BufferId>, graphs: &mut Vec<GraphId>) -> bool {
+        if !self.pending.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut any = false;
+        self.locked(|q| {
+            self.pending.store(false, Ordering::Relaxed);
+            any = !(q.buffers.is_empty() && q.graphs.is_empty());
+            // Element by element: usually one or two ids.
+            for &id in &q.buffers {
+                buffers.push(id);
+            }
+            q.buffers.clear();
+            for &g in &q.graphs {
+                graphs.push(g);
+            }
+            q.graphs.clear();
+        });
+        any
+    }
+
+    /// The device it serves (0: closed) and the allocations handles that
+    /// outlived a closed queue's device still hold (tests).
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> (u64, usize) {
+        let mut state = (0, 0);
+        self.locked(|q| state = (q.device, q.outstanding));
+        state
+    }
+
+    /// Whether no buffer id is queued (the mailbox included).
+    pub(crate) fn no_buffers(&self) -> bool {
+        if self.mailbox.load(Ordering::Acquire) != 0 {
+            return false;
+        }
+        let mut empty = false;
+        self.locked(|q| empty = q.buffers.is_empty());
+        empty
+    }
+}
+
+/// What the user handles of one buffer share: how many are alive, and the
+/// queue the last one to drop pushes the buffer's id on. The allocation
+/// belongs to a slot index of the buffer table and serves every buffer that
+/// index holds: once a buffer is released no user handle of it is left, so
+/// the next buffer there starts the count again. It lives as long as its
+/// queue (see [`ReleaseQueue`]), so handles hold it by reference: a warm
+/// `alloc` + drop allocates nothing and counts no reference.
+pub(crate) struct HandleShare {
+    /// User handles (`Buffer` values) alive; the last one to drop queues
+    /// the id for release.
+    pub(super) users: AtomicUsize,
+    pub(super) releases: &'static ReleaseQueue,
+}
+
+impl fmt::Debug for HandleShare {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Not the queue: it lists its spare allocations.
+        f.debug_struct("HandleShare")
+            .field("users", &self.users)
+            .finish_non_exhaustive()
+    }
+}
