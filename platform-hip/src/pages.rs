@@ -293,7 +293,13 @@ mod tests {
     use streamcore::platform::{Access, PlatformError};
 
     const SLOT: u64 = 0x1_0000;
-    const BASE: u64 = 0x7f00_0000_0000;
+    /// Where the test pages start: an address a host pointer can hold
+    /// (the pages hand their addresses out as pointers).
+    const BASE: u64 = if usize::BITS >= 64 {
+        0x7f00_0000_0000
+    } else {
+        0x4000_0000
+    };
 
     #[derive(Clone, Debug)]
     enum Op {

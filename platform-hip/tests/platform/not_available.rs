@@ -72,7 +72,13 @@ fn fake_runtime(tag: &str, source: Option<&str>) -> Option<std::path::PathBuf> {
             Some(code) => {
                 let c = root.join("stub.c");
                 std::fs::write(&c, code).unwrap();
-                let built = std::process::Command::new("cc")
+                // The library must match this process's word size (a
+                // 32-bit x86 test on a 64-bit host: `-m32`).
+                let mut cc = std::process::Command::new("cc");
+                if cfg!(target_arch = "x86") {
+                    cc.arg("-m32");
+                }
+                let built = cc
                     .args(["-shared", "-fPIC", "-o"])
                     .arg(&out)
                     .arg(&c)
