@@ -37,7 +37,12 @@ fn config(seed: u64) -> ProptestConfig {
 /// them is an `UnknownStream` error.
 #[test]
 fn stream_tables_clamp_a_stream_count_past_any_device() {
-    for n in [usize::MAX, usize::MAX / 2 + 1, 65_536, MAX_TRACKED_STREAMS + 1] {
+    for n in [
+        usize::MAX,
+        usize::MAX / 2 + 1,
+        65_536,
+        MAX_TRACKED_STREAMS + 1,
+    ] {
         let mut t = SyncTable::new(n);
         assert_eq!(t.streams(), MAX_TRACKED_STREAMS);
         t.grow(n);

@@ -181,7 +181,7 @@ impl<P: Platform, L: RawLock> Device<P, L> {
             recording: 0,
             pins: CrossPins::new(0),
             pending: crate::arena::Arena::new(),
-            releases: release_queue::ReleaseQueue::open(id, release_queue::critical_of::<L>()),
+            releases: release_queue::ReleaseQueue::open(id, release_queue::family_of::<L>()),
             stats: DeviceStats::default(),
             release_error: None,
             scratch_ops: Vec::new(),

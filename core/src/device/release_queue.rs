@@ -4,6 +4,7 @@
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+use core::any::TypeId;
 use core::fmt;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
@@ -63,21 +64,35 @@ pub(crate) struct ReleaseQueue {
     /// Whether `queue` may hold ids.
     pending: AtomicBool,
     queue: spin::Mutex<Releases>,
-    /// The critical section of the lock family of the devices it serves
-    /// (an idle queue serves only a device of the same family).
-    critical: Critical,
+    /// The lock family of the devices it serves (an idle queue serves
+    /// only a device of the same family).
+    family: Family,
 }
 
 /// A lock family's critical section, as a plain function: runs its
 /// argument inside [`RawLock::critical`].
-pub(crate) type Critical = fn(&mut dyn FnMut());
+type Critical = fn(&mut dyn FnMut());
 
-/// The critical section of lock family `L`.
-pub(crate) fn critical_of<L: RawLock>() -> Critical {
+/// A lock family as a release queue knows it: its type, which says whether
+/// two devices share a family, and its critical section. Two function
+/// pointers to the same instance of a generic function need not be equal
+/// (each codegen unit or crate that instantiates it may have its own copy),
+/// so the pool matches families by type, never by pointer.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Family {
+    id: TypeId,
+    critical: Critical,
+}
+
+/// Lock family `L`.
+pub(crate) fn family_of<L: RawLock>() -> Family {
     fn run<L: RawLock>(f: &mut dyn FnMut()) {
         L::critical(f)
     }
-    run::<L>
+    Family {
+        id: TypeId::of::<L>(),
+        critical: run::<L>,
+    }
 }
 
 /// Runs `f` once, inside `critical`. A family's critical section that did
@@ -118,11 +133,11 @@ pub(crate) fn hold_idle_pool() -> spin::MutexGuard<'static, Vec<&'static Release
 
 impl ReleaseQueue {
     /// A queue serving device `device` (a non-zero id no other device ever
-    /// has), whose lock family's critical section is `critical`: an idle
-    /// one of the same family, with the allocations it kept, or a new one.
-    pub(crate) fn open(device: u64, critical: Critical) -> &'static Self {
+    /// has), of lock family `family`: an idle one of the same family, with
+    /// the allocations it kept, or a new one.
+    pub(crate) fn open(device: u64, family: Family) -> &'static Self {
         let mut idle = None;
-        in_critical(critical, || {
+        in_critical(family.critical, || {
             // Never waited for: the pool is shared by every lock family, and
             // a family that masks nothing may hold it in a context an
             // interrupt handler preempted. Busy: a new queue, as when the
@@ -130,9 +145,7 @@ impl ReleaseQueue {
             let Some(mut queues) = IDLE_QUEUES.try_lock() else {
                 return;
             };
-            let same = queues
-                .iter()
-                .rposition(|q| core::ptr::fn_addr_eq(q.critical, critical));
+            let same = queues.iter().rposition(|q| q.family.id == family.id);
             idle = same.map(|i| queues.swap_remove(i));
         });
         let queue: &'static Self = match idle {
@@ -141,7 +154,7 @@ impl ReleaseQueue {
                 mailbox: AtomicU32::new(0),
                 pending: AtomicBool::new(false),
                 queue: spin::Mutex::default(),
-                critical,
+                family,
             })),
         };
         queue.locked(|q| {
@@ -159,7 +172,7 @@ impl ReleaseQueue {
     /// section.
     #[inline]
     fn locked(&self, f: impl FnOnce(&mut Releases)) {
-        in_critical(self.critical, || f(&mut self.queue.lock()));
+        in_critical(self.family.critical, || f(&mut self.queue.lock()));
     }
 
     /// Gives the queue, closed and with every handle back, to the idle pool.
@@ -168,7 +181,7 @@ impl ReleaseQueue {
     /// unused, the one thing a preempted pool costs (counted in
     /// `UNPOOLED`).
     fn retire(&'static self) {
-        in_critical(self.critical, || match IDLE_QUEUES.try_lock() {
+        in_critical(self.family.critical, || match IDLE_QUEUES.try_lock() {
             Some(mut queues) => queues.push(self),
             None => {
                 UNPOOLED.fetch_add(1, Ordering::Relaxed);
@@ -385,5 +398,55 @@ impl fmt::Debug for HandleShare {
         f.debug_struct("HandleShare")
             .field("users", &self.users)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An idle queue goes to the next device of its lock family even when
+    /// that device's copy of the family's critical section is another
+    /// function (two codegen units or crates that each instantiated it; an
+    /// interpreter that gives every pointer its own address). The pool
+    /// compared the pointers: every such device took a new queue, and the
+    /// idle ones were never used again — memory growing with each device
+    /// made.
+    #[test]
+    fn an_idle_queue_serves_its_family_whatever_the_critical_sections_address() {
+        struct Marker;
+        struct Other;
+        fn plain(f: &mut dyn FnMut()) {
+            f()
+        }
+        fn copy(f: &mut dyn FnMut()) {
+            plain(f)
+        }
+        let first = Family {
+            id: TypeId::of::<Marker>(),
+            critical: plain,
+        };
+        let same = Family {
+            id: TypeId::of::<Marker>(),
+            critical: copy,
+        };
+        let other = Family {
+            id: TypeId::of::<Other>(),
+            critical: plain,
+        };
+        // No other test uses these families; the pool is shared, though,
+        // and a retire that meets it busy leaves the queue out: try again.
+        let reused = (0..100).any(|_| {
+            let q = ReleaseQueue::open(u64::MAX - 1, first);
+            q.close(&[], |_| false);
+            let foreign = ReleaseQueue::open(u64::MAX - 2, other);
+            let next = ReleaseQueue::open(u64::MAX - 3, same);
+            foreign.close(&[], |_| false);
+            assert!(!core::ptr::eq(foreign, q), "a queue served another family");
+            let hit = core::ptr::eq(next, q);
+            next.close(&[], |_| false);
+            hit
+        });
+        assert!(reused, "the idle queue was never given to its own family");
     }
 }

@@ -389,7 +389,11 @@ fn short_and_long_keys_are_told_apart_by_length_and_words() {
 /// empty and working, never a panic or an abort.
 #[test]
 fn an_impossible_capacity_is_a_hint_not_a_panic() {
-    for entries in [usize::MAX, usize::MAX / 2, (u32::MAX as usize).saturating_add(1)] {
+    for entries in [
+        usize::MAX,
+        usize::MAX / 2,
+        (u32::MAX as usize).saturating_add(1),
+    ] {
         let mut c = InfoCache::with_capacity(CachePolicy::new(4, 1024), entries);
         let mut ev = Vec::new();
         put(&mut c, &[1, 2], 7, &mut ev);

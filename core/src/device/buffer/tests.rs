@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::device::SpinLock;
-use crate::device::release_queue::{ReleaseQueue, critical_of};
+use crate::device::release_queue::{ReleaseQueue, family_of};
 use crate::platform::PageId;
 
 fn placed(o: u64) -> Location<u32> {
@@ -19,7 +19,7 @@ fn placed(o: u64) -> Location<u32> {
 #[test]
 fn stale_ids_are_rejected_after_reuse() {
     // A queue no device here uses.
-    let q = ReleaseQueue::open(u64::MAX, critical_of::<SpinLock>());
+    let q = ReleaseQueue::open(u64::MAX, family_of::<SpinLock>());
     let mut t = BufferTable::new(2);
     let a = t.insert(8, StreamId(0), placed(0), u64::MAX, q).unwrap();
     assert_eq!(t.live(), 1);
@@ -45,7 +45,7 @@ fn stale_ids_are_rejected_after_reuse() {
 #[test]
 fn growing_keeps_every_row() {
     // A queue no device here uses.
-    let q = ReleaseQueue::open(u64::MAX, critical_of::<SpinLock>());
+    let q = ReleaseQueue::open(u64::MAX, family_of::<SpinLock>());
     let mut t = BufferTable::new(0);
     t.grow(2);
     let a = t.insert(8, StreamId(0), placed(0), u64::MAX, q).unwrap();
@@ -67,7 +67,7 @@ fn growing_keeps_every_row() {
 #[test]
 fn uses_move_from_the_slots_to_rows_past_near_streams() {
     // A queue no device here uses.
-    let q = ReleaseQueue::open(u64::MAX, critical_of::<SpinLock>());
+    let q = ReleaseQueue::open(u64::MAX, family_of::<SpinLock>());
     let mut t = BufferTable::new(2);
     let a = t.insert(8, StreamId(0), placed(0), u64::MAX, q).unwrap();
     let b = t.insert(8, StreamId(1), placed(8), u64::MAX, q).unwrap();
@@ -103,7 +103,7 @@ fn uses_move_from_the_slots_to_rows_past_near_streams() {
 
 #[test]
 fn a_buffer_used_by_one_stream_is_idle_once_that_use_completes() {
-    let q = ReleaseQueue::open(u64::MAX, critical_of::<SpinLock>());
+    let q = ReleaseQueue::open(u64::MAX, family_of::<SpinLock>());
     let mut t = BufferTable::new(2);
     let a = t.insert(8, StreamId(0), placed(0), u64::MAX, q).unwrap();
     t.get_mut(a.id()).unwrap().mark_use(StreamId(1), 4, false);
