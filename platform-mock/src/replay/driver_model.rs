@@ -88,6 +88,13 @@ pub const H200_PROPERTIES: DeviceProperties = DeviceProperties {
 ///   One pattern the linear terms do not capture: large pages committed
 ///   whole again and again (the growing pairs under the placement before
 ///   round 8) took 1.6-1.8x what any fit of these terms predicts.
+///   The figures are one host's: on the H200 host of BENCHMARKS.md's
+///   round 11 the predicted walls of the current code are within 7 % of
+///   the measured ones on average (median ratio 1.03-1.04 over the 44
+///   traces, 0.91-1.28 at the extremes), on round 16's host 1.42x (1.04-
+///   1.86x), where the driver's pool took 1.35x as long as on round 11's
+///   too: walls are compared with the pool's on the same host, never with
+///   these figures.
 ///   `calibrate.c`'s one-chunk medians on the same machine agree on the
 ///   fixed part (create + map + set-access 28.8 µs, unmap + release
 ///   24.1 µs at 2 MiB) but charge far more per MiB in isolation (160 /
