@@ -25,10 +25,13 @@
 #       not started; SKIP_TORCH=1 leaves both out on purpose.
 #
 # Environment (run step): TRACES (default: every trace under DIR/tests:
-# traces, unseen, heldout, fresh, real), RUNS (timed passes per allocator, default 5), SKIP_TORCH=1,
+# traces, unseen, heldout, fresh, real; --prepare copies the recorded four
+# and the six real workloads of tests/real, and writes unseen and heldout),
+# RUNS (timed passes per allocator, default 5), SKIP_TORCH=1,
 # SKIP_CALIBRATE=1, SKIP_TESTS=1; RECORD=1 first records the real workloads of
 # scripts/record_workloads.py into DIR/tests/real (replayed with the others
 # when TRACES is not given; a failed recording is reported and the rest runs).
+# A set whose folder is missing is left out; no trace at all: exit 2.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -59,6 +62,8 @@ for l in sys.stdin:
     cp scripts/gpu_memory_suite.sh scripts/torch_replay.py scripts/record_workloads.py \
         scripts/torch_snapshot_to_trace.py scripts/script_io.py "$dest/scripts/"
     cp tests/traces/*.jsonl.gz "$dest/tests/traces/"
+    mkdir -p "$dest/tests/real"
+    cp tests/real/*.jsonl.gz "$dest/tests/real/"
     rm -rf "$dest/tests/unseen" "$dest/tests/heldout" "$dest/tests/fresh"
     cargo run --release -q -p streamcore-mock --example write_workloads -- "$dest/tests/unseen"
     cargo run --release -q -p streamcore-mock --example write_workloads -- "$dest/tests/heldout" --held-out
@@ -88,12 +93,18 @@ fi
 if [[ -n "${TRACES:-}" ]]; then
     read -r -a traces <<<"$TRACES"
 else
-    traces=("$root"/tests/traces/*.jsonl.gz)
-    for set in unseen heldout fresh real; do
+    # A set whose folder is gone (the recorded four removed to replay only
+    # the real workloads) adds nothing: its pattern is never passed on.
+    traces=()
+    for set in traces unseen heldout fresh real; do
         for f in "$root/tests/$set"/*.jsonl.gz; do
             [[ -e "$f" ]] && traces+=("$f")
         done
     done
+fi
+if [[ ${#traces[@]} -eq 0 ]]; then
+    echo "gpu_memory_suite.sh: no traces to replay (none under $root/tests, TRACES empty)" >&2
+    exit 2
 fi
 status=${status_record:-0}
 step() { # step NAME COMMAND...: runs, logs to NAME.log, notes failures; returns the status

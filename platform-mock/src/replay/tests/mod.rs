@@ -10,6 +10,7 @@ use streamcore::memory::{MemoryLayout, MemoryPolicy, PoolSpec};
 
 use super::*;
 
+mod real;
 mod replay;
 mod trace;
 
