@@ -19,6 +19,10 @@ use streamcore_mock::replay::{
     DriverModel, H200, H200_PROPERTIES, ReplayOptions, StreamcoreTarget, Trace, replay, synthetic,
 };
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
+
 fn main() -> ExitCode {
     let mut held_out = false;
     let mut seed = None;
@@ -87,7 +91,7 @@ fn main() -> ExitCode {
         ("bytes", MemoryPolicy::favouring(Favour::Bytes), false),
         ("time", MemoryPolicy::favouring(Favour::Time), false),
     ];
-    println!(
+    outln!(
         "{:<22} {:<6} {:<8} {:>7} {:>7} {:>7} {:>7} {:>6} {:>5} {:>9} {:>9} {:>9}",
         "trace",
         "route",
@@ -114,7 +118,7 @@ fn main() -> ExitCode {
                     t = t.ordered();
                 }
                 match replay(trace, &mut t, ReplayOptions::default()) {
-                    Ok(r) => println!(
+                    Ok(r) => outln!(
                         "{:<22} {:<6} {:<8} {:>7.4} {:>7} {:>7} {:>7} {:>6} {:>5} {:>9.2} {:>9.2} {:>9.2}",
                         name,
                         model.name(),
@@ -129,7 +133,7 @@ fn main() -> ExitCode {
                         H200.predicted_wall_ms(r.events, r.storage.driver_ns),
                         r.elapsed_ns as f64 / 1e6
                     ),
-                    Err(e) => println!("{name:<22} {:<6} {knob:<8} failed: {e}", model.name()),
+                    Err(e) => outln!("{name:<22} {:<6} {knob:<8} failed: {e}", model.name()),
                 }
             }
         }

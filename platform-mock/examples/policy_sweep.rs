@@ -33,6 +33,10 @@ use streamcore_mock::replay::{
     DriverModel, H200, H200_PROPERTIES, ReplayOptions, StreamcoreTarget, Trace, replay, synthetic,
 };
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
+
 /// `policy` with `settings` applied, or why not.
 fn apply(mut policy: MemoryPolicy, settings: &str) -> Result<MemoryPolicy, String> {
     for kv in settings.split(',').filter(|s| !s.is_empty()) {
@@ -160,7 +164,7 @@ fn main() -> ExitCode {
             match replay(trace, &mut t, ReplayOptions::default()) {
                 Ok(r) => {
                     let s = &r.storage;
-                    print!(
+                    out!(
                         "{name} {} {:.4} {:.2} {}",
                         if touch { "yes" } else { "no" },
                         r.ratio(),
@@ -169,7 +173,7 @@ fn main() -> ExitCode {
                     );
                     if calls {
                         let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-                        print!(
+                        out!(
                             " {} {:.1} {} {:.1} {}",
                             s.reserves,
                             mib(s.committed_bytes),
@@ -178,7 +182,7 @@ fn main() -> ExitCode {
                             r.events
                         );
                     }
-                    println!();
+                    outln!();
                 }
                 Err(e) => {
                     eprintln!("policy_sweep: {name}: {e}");

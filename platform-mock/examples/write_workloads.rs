@@ -16,6 +16,10 @@ use std::process::ExitCode;
 
 use streamcore_mock::replay::{Trace, synthetic};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
+
 fn main() -> ExitCode {
     const USAGE: &str = "usage: write_workloads DIR [--held-out | --seed N]";
     let (mut dir, mut held_out, mut seed) = (None, false, None);
@@ -54,7 +58,7 @@ fn main() -> ExitCode {
     for (name, trace) in set {
         let path = dir.join(format!("{name}.jsonl.gz"));
         match write(&path, &trace) {
-            Ok(events) => println!("{}: {events} events", path.display()),
+            Ok(events) => outln!("{}: {events} events", path.display()),
             Err(e) => {
                 eprintln!("{}: {e}", path.display());
                 return ExitCode::FAILURE;
