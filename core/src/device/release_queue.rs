@@ -118,8 +118,10 @@ static UNPOOLED: AtomicUsize = AtomicUsize::new(0);
 
 /// Release queues that could not go back to the idle pool because another
 /// context held it at that moment (an interrupt handler that preempted a
-/// thread inside the pool): each keeps its few allocations unused. Zero
-/// unless devices are created or dropped in interrupt handlers.
+/// thread inside the pool, or another thread making or dropping a device
+/// in the same few instructions): each keeps its few allocations unused,
+/// out of reach. Zero unless devices are made or dropped in interrupt
+/// handlers or on several threads at once.
 #[cfg(test)]
 pub(crate) fn unpooled_queues() -> usize {
     UNPOOLED.load(Ordering::Relaxed)
