@@ -40,9 +40,9 @@ export MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-many-seeds=0..$seeds"
 export PROPTEST_CASES=3
 
 echo "== the core's unit tests"
-# One test at a time: two tests that make or drop devices at the same
-# moment may leave a queue out of the idle pool (src/device/release_queue.rs),
-# which the leak check would report.
+# One test at a time: tests that make or drop devices at the same moment
+# as tests that hold shelves of the idle pool could leave a queue out of it
+# (core/src/device/release_queue.rs), which the leak check would report.
 cargo +nightly miri test -p streamcore --lib -- --test-threads=1 \
     --skip an_impossible_capacity --skip a_held_idle_pool_is_never_waited_for
 for t in device_release device_handles_model device_handoff device_regressions; do

@@ -110,27 +110,43 @@ fn in_critical(critical: Critical, f: impl FnOnce()) {
     }
 }
 
-/// Closed queues every handle came back to, for the next devices.
-static IDLE_QUEUES: spin::Mutex<Vec<&'static ReleaseQueue>> = spin::Mutex::new(Vec::new());
+/// Shelves of the idle pool, each behind its own lock.
+const SHELVES: usize = 4;
+
+/// Closed queues every handle came back to, for the next devices: the
+/// pool, in [`SHELVES`] shelves locked apart. A context that finds a shelf
+/// held tries the next, so one context holding a shelf (a thread an
+/// interrupt handler preempted, or another thread making or dropping a
+/// device at the same moment) never keeps a queue out of the pool; only
+/// all of them held at once does.
+static IDLE_QUEUES: [spin::Mutex<Vec<&'static ReleaseQueue>>; SHELVES] =
+    [const { spin::Mutex::new(Vec::new()) }; SHELVES];
 
 /// Queues retired while another context held the pool (kept out of it).
 static UNPOOLED: AtomicUsize = AtomicUsize::new(0);
 
-/// Release queues that could not go back to the idle pool because another
-/// context held it at that moment (an interrupt handler that preempted a
-/// thread inside the pool, or another thread making or dropping a device
+/// Release queues that could not go back to the idle pool because other
+/// contexts held every shelf at that moment (interrupt handlers that
+/// preempted threads inside the pool, threads making or dropping devices
 /// in the same few instructions): each keeps its few allocations unused,
-/// out of reach. Zero unless devices are made or dropped in interrupt
-/// handlers or on several threads at once.
+/// out of reach. Zero unless [`SHELVES`] contexts are in the pool at once.
 #[cfg(test)]
 pub(crate) fn unpooled_queues() -> usize {
     UNPOOLED.load(Ordering::Relaxed)
 }
 
-/// The idle pool's lock, held by a test to play the preempted context.
+/// Taken by the tests that hold shelves of the idle pool, so that one
+/// test's held shelves never meet another's expectations.
 #[cfg(test)]
-pub(crate) fn hold_idle_pool() -> spin::MutexGuard<'static, Vec<&'static ReleaseQueue>> {
-    IDLE_QUEUES.lock()
+pub(crate) static POOL_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The first `shelves` shelves of the idle pool, held by a test to play
+/// preempted contexts.
+#[cfg(test)]
+pub(crate) fn hold_idle_pool(
+    shelves: usize,
+) -> alloc::vec::Vec<spin::MutexGuard<'static, Vec<&'static ReleaseQueue>>> {
+    IDLE_QUEUES.iter().take(shelves).map(|s| s.lock()).collect()
 }
 
 impl ReleaseQueue {
@@ -141,14 +157,20 @@ impl ReleaseQueue {
         let mut idle = None;
         in_critical(family.critical, || {
             // Never waited for: the pool is shared by every lock family, and
-            // a family that masks nothing may hold it in a context an
-            // interrupt handler preempted. Busy: a new queue, as when the
-            // pool is empty.
-            let Some(mut queues) = IDLE_QUEUES.try_lock() else {
-                return;
-            };
-            let same = queues.iter().rposition(|q| q.family.id == family.id);
-            idle = same.map(|i| queues.swap_remove(i));
+            // a family that masks nothing may hold a shelf in a context an
+            // interrupt handler preempted. A held shelf is passed over; none
+            // with a queue of the family: a new queue, as when the pool is
+            // empty.
+            for shelf in &IDLE_QUEUES {
+                let Some(mut queues) = shelf.try_lock() else {
+                    continue;
+                };
+                let same = queues.iter().rposition(|q| q.family.id == family.id);
+                if let Some(i) = same {
+                    idle = Some(queues.swap_remove(i));
+                    return;
+                }
+            }
         });
         let queue: &'static Self = match idle {
             Some(q) => q,
@@ -177,17 +199,20 @@ impl ReleaseQueue {
         in_critical(self.family.critical, || f(&mut self.queue.lock()));
     }
 
-    /// Gives the queue, closed and with every handle back, to the idle pool.
-    /// The pool is never waited for (see `open`): when another context
-    /// holds it, the queue is not pooled — its allocations stay with it,
-    /// unused, the one thing a preempted pool costs (counted in
-    /// `UNPOOLED`).
+    /// Gives the queue, closed and with every handle back, to the idle pool:
+    /// to the first shelf no other context holds. The pool is never waited
+    /// for (see `open`): when other contexts hold every shelf, the queue is
+    /// not pooled — its allocations stay with it, unused, the one thing a
+    /// preempted pool costs (counted in `UNPOOLED`).
     fn retire(&'static self) {
-        in_critical(self.family.critical, || match IDLE_QUEUES.try_lock() {
-            Some(mut queues) => queues.push(self),
-            None => {
-                UNPOOLED.fetch_add(1, Ordering::Relaxed);
+        in_critical(self.family.critical, || {
+            for shelf in &IDLE_QUEUES {
+                if let Some(mut queues) = shelf.try_lock() {
+                    queues.push(self);
+                    return;
+                }
             }
+            UNPOOLED.fetch_add(1, Ordering::Relaxed);
         });
     }
 
@@ -436,6 +461,7 @@ mod tests {
             id: TypeId::of::<Other>(),
             critical: plain,
         };
+        let _serial = POOL_TESTS.lock();
         // No other test uses these families; the pool is shared, though,
         // and a retire that meets it busy leaves the queue out: try again.
         let reused = (0..100).any(|_| {
@@ -450,5 +476,40 @@ mod tests {
             hit
         });
         assert!(reused, "the idle queue was never given to its own family");
+    }
+
+    /// A shelf of the idle pool held by another context (a thread an
+    /// interrupt handler preempted, or one making a device at the same
+    /// moment) keeps no queue out of the pool: the queue goes to another
+    /// shelf, and the next device of its family finds it there. With one
+    /// lock for the whole pool, every device dropped while it was held left
+    /// its queue out for good.
+    #[test]
+    fn a_held_shelf_keeps_no_queue_out_of_the_pool() {
+        struct Marker;
+        fn plain(f: &mut dyn FnMut()) {
+            f()
+        }
+        let family = Family {
+            id: TypeId::of::<Marker>(),
+            critical: plain,
+        };
+        let _serial = POOL_TESTS.lock();
+        let held = hold_idle_pool(1);
+        // Other tests make and drop devices meanwhile, each holding a shelf
+        // for a few instructions: try again if they held all the others.
+        let reused = (0..100).any(|_| {
+            let q = ReleaseQueue::open(u64::MAX - 4, family);
+            q.close(&[], |_| false);
+            let next = ReleaseQueue::open(u64::MAX - 5, family);
+            let hit = core::ptr::eq(next, q);
+            next.close(&[], |_| false);
+            hit
+        });
+        drop(held);
+        assert!(
+            reused,
+            "with one shelf held, the queue never went back to the pool"
+        );
     }
 }

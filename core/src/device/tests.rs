@@ -275,13 +275,15 @@ fn a_failed_release_leaves_no_allocation_out_at_close() {
 }
 
 /// The idle pool of release queues is shared by every lock family, so a
-/// context that preempted its holder (an interrupt handler making or
-/// dropping a device) must not wait for it: making a device takes a new
-/// queue, dropping one leaves its queue out of the pool.
+/// context that preempted its holders (an interrupt handler making or
+/// dropping a device) must not wait for it: with every shelf held, making
+/// a device takes a new queue, dropping one leaves its queue out of the
+/// pool.
 #[test]
 fn a_held_idle_pool_is_never_waited_for() {
     use std::sync::mpsc;
-    let pool = super::release_queue::hold_idle_pool();
+    let _serial = super::release_queue::POOL_TESTS.lock();
+    let pool = super::release_queue::hold_idle_pool(usize::MAX);
     let before = super::release_queue::unpooled_queues();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
