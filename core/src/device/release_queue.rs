@@ -122,7 +122,7 @@ const SHELVES: usize = 4;
 static IDLE_QUEUES: [spin::Mutex<Vec<&'static ReleaseQueue>>; SHELVES] =
     [const { spin::Mutex::new(Vec::new()) }; SHELVES];
 
-/// Queues retired while another context held the pool (kept out of it).
+/// Queues retired while other contexts held every shelf (kept out of it).
 static UNPOOLED: AtomicUsize = AtomicUsize::new(0);
 
 /// Release queues that could not go back to the idle pool because other
