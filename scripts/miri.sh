@@ -18,7 +18,7 @@
 # has, to see it refused (Miri allocates what is asked and stops); the
 # counting-allocator loops (single-threaded; one binary ran past 8
 # minutes); the adversarial device cases (6 minutes; they passed under
-# Miri when this script was written). About 20 minutes a seed on a 2-core
+# Miri when this script was written). 20-25 minutes a seed on a 2-core
 # machine. Installs the nightly toolchain's `miri` and `rust-src`
 # components if they are missing.
 set -euo pipefail
