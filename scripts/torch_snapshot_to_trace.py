@@ -230,15 +230,24 @@ def write_trace(path, header, events):
             out.write(json.dumps(e, separators=(",", ":")) + "\n")
 
 
-def byte_count(text):
-    """--peak-reserved's and --peak-allocated's value: bytes, 0 or more."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"a byte count is 0 or more, not {n}")
-    return n
+def whole_number(what, not_whole):
+    """An argparse type: a whole number, 0 or more; `not_whole` is the
+    message (before the text) for something that is not one."""
+    def parse(text):
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{not_whole}: {text!r}") from None
+        if n < 0:
+            raise argparse.ArgumentTypeError(f"a {what} is 0 or more, not {n}")
+        return n
+    return parse
+
+
+# --peak-reserved's and --peak-allocated's value: bytes, 0 or more.
+byte_count = whole_number("byte count", "not a whole number of bytes")
+# --device's value: a device number, 0 or more.
+device_number = whole_number("device number", "invalid int value")
 
 
 def contradiction(header):
@@ -267,15 +276,6 @@ def say(line):
         pass
 
 
-def device_number(text):
-    """--device's value: a device number, 0 or more."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"a device number is 0 or more, not {n}")
-    return n
 
 
 def main(argv=None):

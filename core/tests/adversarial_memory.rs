@@ -12,10 +12,10 @@
 mod memory_support;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::num::NonZeroU64;
 
-use memory_support::{MIB, TestStorage, default_layout};
+// `Refused`: a storage call refused (the shared test storage's error).
+use memory_support::{MIB, TestError as Refused, TestStorage, default_layout};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use streamcore::memory::{
@@ -23,24 +23,8 @@ use streamcore::memory::{
     MemoryPolicy, PoolSpec, SliceHandle, StrandGuard,
 };
 use streamcore::platform::{
-    CallCost, DeviceProperties, ErrorKind, PageId, PlatformError, ResizableTerms, Storage,
-    StorageTerms,
+    CallCost, DeviceProperties, ErrorKind, PageId, ResizableTerms, Storage, StorageTerms,
 };
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Refused(ErrorKind);
-
-impl fmt::Display for Refused {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "refused: {:?}", self.0)
-    }
-}
-
-impl PlatformError for Refused {
-    fn kind(&self) -> ErrorKind {
-        self.0
-    }
-}
 
 /// A storage that keeps O(1) books per call, checks the calls the contract
 /// forbids (it panics: a test failure), and refuses calls at random.

@@ -432,6 +432,37 @@ impl fmt::Debug for HandleShare {
 mod tests {
     use super::*;
 
+    fn plain(f: &mut dyn FnMut()) {
+        f()
+    }
+
+    /// Family `T` (a marker no other test uses) with section `critical`.
+    fn family<T: 'static>(critical: Critical) -> Family {
+        Family {
+            id: TypeId::of::<T>(),
+            critical,
+        }
+    }
+
+    /// Whether a queue of family `first`, retired, is the one the next
+    /// device of family `next` gets (`meanwhile` runs between the two).
+    /// The pool is shared with the other tests, whose devices hold a shelf
+    /// for a few instructions: tried up to 100 times, true if once.
+    fn comes_back(
+        first: Family,
+        next: Family,
+        mut meanwhile: impl FnMut(&'static ReleaseQueue),
+    ) -> bool {
+        (0..100).any(|_| {
+            let q = ReleaseQueue::open(u64::MAX - 1, first);
+            q.close(&[], |_| false);
+            meanwhile(q);
+            let again = ReleaseQueue::open(u64::MAX - 2, next);
+            again.close(&[], |_| false);
+            core::ptr::eq(again, q)
+        })
+    }
+
     /// An idle queue goes to the next device of its lock family even when
     /// that device's copy of the family's critical section is another
     /// function (two codegen units or crates that each instantiated it; an
@@ -443,37 +474,15 @@ mod tests {
     fn an_idle_queue_serves_its_family_whatever_the_critical_sections_address() {
         struct Marker;
         struct Other;
-        fn plain(f: &mut dyn FnMut()) {
-            f()
-        }
         fn copy(f: &mut dyn FnMut()) {
             plain(f)
         }
-        let first = Family {
-            id: TypeId::of::<Marker>(),
-            critical: plain,
-        };
-        let same = Family {
-            id: TypeId::of::<Marker>(),
-            critical: copy,
-        };
-        let other = Family {
-            id: TypeId::of::<Other>(),
-            critical: plain,
-        };
         let _serial = POOL_TESTS.lock();
-        // No other test uses these families; the pool is shared, though,
-        // and a retire that meets it busy leaves the queue out: try again.
-        let reused = (0..100).any(|_| {
-            let q = ReleaseQueue::open(u64::MAX - 1, first);
-            q.close(&[], |_| false);
-            let foreign = ReleaseQueue::open(u64::MAX - 2, other);
-            let next = ReleaseQueue::open(u64::MAX - 3, same);
+        let reused = comes_back(family::<Marker>(plain), family::<Marker>(copy), |q| {
+            // Another family with the same section gets a queue of its own.
+            let foreign = ReleaseQueue::open(u64::MAX - 3, family::<Other>(plain));
             foreign.close(&[], |_| false);
             assert!(!core::ptr::eq(foreign, q), "a queue served another family");
-            let hit = core::ptr::eq(next, q);
-            next.close(&[], |_| false);
-            hit
         });
         assert!(reused, "the idle queue was never given to its own family");
     }
@@ -487,25 +496,9 @@ mod tests {
     #[test]
     fn a_held_shelf_keeps_no_queue_out_of_the_pool() {
         struct Marker;
-        fn plain(f: &mut dyn FnMut()) {
-            f()
-        }
-        let family = Family {
-            id: TypeId::of::<Marker>(),
-            critical: plain,
-        };
         let _serial = POOL_TESTS.lock();
         let held = hold_idle_pool(1);
-        // Other tests make and drop devices meanwhile, each holding a shelf
-        // for a few instructions: try again if they held all the others.
-        let reused = (0..100).any(|_| {
-            let q = ReleaseQueue::open(u64::MAX - 4, family);
-            q.close(&[], |_| false);
-            let next = ReleaseQueue::open(u64::MAX - 5, family);
-            let hit = core::ptr::eq(next, q);
-            next.close(&[], |_| false);
-            hit
-        });
+        let reused = comes_back(family::<Marker>(plain), family::<Marker>(plain), |_| {});
         drop(held);
         assert!(
             reused,
