@@ -13,6 +13,7 @@
 //! - [`record`]: `streamcore record` — how to record such a trace from
 //!   PyTorch.
 //! - [`platform`]: the `--platform` argument.
+//! - [`text`]: text from the outside world as a terminal is shown it.
 //!
 //! Every command writes its results to stdout and its errors to stderr, one
 //! line each, and exits 0 on success, 1 on a failure it explains, 2 on bad
@@ -32,6 +33,7 @@ pub mod demo;
 pub mod platform;
 pub mod record;
 pub mod replay;
+pub mod text;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -120,11 +122,16 @@ pub fn finish_output(written: io::Result<()>) -> ExitCode {
 }
 
 /// Writes `streamcore: ` and `message` as one line on stderr, the way every
-/// command says what went wrong. Unlike `eprintln!`, it never panics: where
+/// command says what went wrong. The message is shown as
+/// [`text::error_text`] shows it: a trace's text or a file's name quoted in
+/// it cannot drive the terminal (control characters are escaped, line
+/// breaks included: one line), and a megabyte-long trace line quoted back
+/// is cut to its start and end. Unlike `eprintln!`, it never panics: where
 /// stderr itself cannot be written (a closed pipe, `2>&1 | head -1` once
 /// `head` is gone; a full disk), nothing is left to tell, and the exit
 /// status still says how the command went (1 or 2, never a panic's 101).
 pub fn error_line(message: fmt::Arguments<'_>) {
+    let line = text::error_text(&message.to_string());
     let mut err = io::stderr().lock();
-    let _ = writeln!(err, "streamcore: {message}");
+    let _ = writeln!(err, "streamcore: {line}");
 }

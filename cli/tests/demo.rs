@@ -48,6 +48,17 @@ fn same_seed_same_story_under_other_seeds_too() {
     assert_eq!(a, b, "the mock is deterministic");
 }
 
+/// `--seed -1` is an invalid seed, named as such (status 2); not a stray
+/// argument `-1`.
+#[test]
+fn a_negative_seed_is_an_invalid_value_of_seed() {
+    let out = streamcore(["demo", "--seed", "-1"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("invalid value '-1' for '--seed <N>'"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
 #[test]
 fn bad_arguments_are_a_clear_error_not_a_panic() {
     let out = Command::new(env!("CARGO_BIN_EXE_streamcore"))

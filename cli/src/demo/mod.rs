@@ -47,7 +47,9 @@ pub struct DemoArgs {
     /// Scheduler seed of the mock: it decides when each stream's queued work
     /// completes, and the demo shows the order it chose (same seed, same
     /// run). Mock only. [default: 0]
-    #[arg(long, value_name = "N")]
+    // A negative number is taken as the value, to be refused as one (not
+    // as a stray argument `-1`).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub seed: Option<u64>,
 
     /// Where to run the pipeline: the deterministic mock, or a real GPU

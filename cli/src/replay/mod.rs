@@ -76,7 +76,9 @@ replayed, or its plot could not be written (each says why on stderr, the
 others are still reported, and so is the table of a trace whose plot failed);
 2 for bad arguments (nothing is replayed): among them a --layout file that
 cannot be read, parsed or used on the device, an --svg file whose folder is
-missing, and an option of the other platform.";
+missing, an option of the other platform, and an option of --platform hip
+without the one it refines (--frees without --touch; --fence-every,
+--fence-bytes or --fence-poll-only without --touch --frees fenced).";
 
 /// `streamcore replay --help`, below the options.
 pub const AFTER_LONG_HELP: &str = "\
@@ -137,6 +139,10 @@ const DEFAULT_FENCE_BYTES: u64 = 4 << 20;
 /// are given, even at their default value: those of `--platform hip` are
 /// `Option`s (their defaults are applied by the accessors below), so that
 /// giving one can be told from leaving it out.
+///
+/// The numeric options take a negative number as their value
+/// (`allow_negative_numbers`), to refuse it as one: `--runs -1` is an
+/// invalid value of `--runs`, not a stray argument `-1`.
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// Trace files: gzip JSON lines (.jsonl.gz) or plain JSON lines (.jsonl).
@@ -185,7 +191,12 @@ pub struct ReplayArgs {
 
     /// With `--platform hip`: timed passes per allocator, alternating
     /// between them (the fastest is reported); at least 1. [default: 5]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..),
+        allow_negative_numbers = true
+    )]
     pub runs: Option<u32>,
 
     /// With `--platform hip --touch`: how frees reach streamcore's pools:
@@ -196,11 +207,11 @@ pub struct ReplayArgs {
 
     /// With `--platform hip --touch --frees fenced`: a fence is recorded once this many
     /// frees are staged (0: after every free) ... [default: 64]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub fence_every: Option<usize>,
 
     /// ... or once this many bytes are (0: after every free). [default: 4194304]
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
     pub fence_bytes: Option<u64>,
 
     /// With `--platform hip --touch --frees fenced`: only poll fences. By default an
@@ -284,8 +295,38 @@ fn check_platform_options(args: &ReplayArgs) -> Result<(), String> {
                  its own lines (wall time, driver calls, peak used), with no JSON, plot \
                  or progress bar"
             )),
-            None => Ok(()),
+            None => check_hip_refinements(args),
         },
+    }
+}
+
+/// With `--platform hip`, the options that refine another are refused
+/// without it (at any value, their defaults included), as the other
+/// platform's options are: the replay would ignore them silently.
+/// `--frees` says how frees meet queued work, which only `--touch` queues;
+/// the `--fence-*` options tune the drop queues of `--frees fenced`.
+fn check_hip_refinements(args: &ReplayArgs) -> Result<(), String> {
+    if args.frees.is_some() && !args.touch {
+        return Err(
+            "--frees applies with `--touch` only; without it no work is queued \
+             on the device, and every free reaches the pools at once"
+                .to_owned(),
+        );
+    }
+    let fenced = args.touch && args.frees() == FreesArg::Fenced;
+    let fence_option = [
+        (args.fence_every.is_some(), "--fence-every"),
+        (args.fence_bytes.is_some(), "--fence-bytes"),
+        (args.fence_poll_only, "--fence-poll-only"),
+    ]
+    .into_iter()
+    .find_map(|(set, name)| set.then_some(name));
+    match fence_option {
+        Some(option) if !fenced => Err(format!(
+            "{option} applies with `--touch --frees fenced` only; frees reach the \
+             pools through no drop queue otherwise"
+        )),
+        _ => Ok(()),
     }
 }
 

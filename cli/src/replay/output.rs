@@ -41,20 +41,7 @@ impl Outcome {
     }
 }
 
-/// `text` with every control character written as its escape (`\n`,
-/// `\u{1b}`), so a header from a downloaded trace cannot move the cursor or
-/// start an escape sequence.
-pub fn printable(text: &str) -> String {
-    let mut shown = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            shown.extend(c.escape_default());
-        } else {
-            shown.push(c);
-        }
-    }
-    shown
-}
+pub use crate::text::printable;
 
 /// A file's name up to its first dot (`gpt2_train.jsonl.gz` → `gpt2_train`).
 pub fn stem(path: &Path) -> String {

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::text::printable;
+
 /// Replays shorter than this finish too fast to need a bar.
 const MIN_EVENTS: u64 = 50_000;
 
@@ -79,10 +81,13 @@ fn bar(name: &str, what: &'static str, total: u64, target: ProgressDrawTarget) -
     bar.with_prefix(short_name(name)).with_message(what)
 }
 
-/// `name` cut to [`NAME_COLUMNS`] characters (the last one a `~`).
+/// `name` with its control characters escaped (a file's name from
+/// elsewhere cannot drive the terminal: [`printable`]), cut to
+/// [`NAME_COLUMNS`] characters (the last one a `~`).
 fn short_name(name: &str) -> String {
+    let name = printable(name);
     if name.chars().count() <= NAME_COLUMNS {
-        return name.to_owned();
+        return name;
     }
     let mut short: String = name.chars().take(NAME_COLUMNS - 1).collect();
     short.push('~');
@@ -202,5 +207,32 @@ mod tests {
         assert_eq!(short_name("gpt2_train"), "gpt2_train");
         assert_eq!(short_name("two_stream_pipel"), "two_stream_pipel");
         assert_eq!(short_name("two_stream_pipeline"), "two_stream_pipe~");
+    }
+
+    /// A file's name with control characters (an escape sequence, a bell)
+    /// reaches the terminal escaped, on the spinner and on the bar alike.
+    #[test]
+    fn control_characters_of_names_are_escaped() {
+        assert_eq!(short_name("g\u{1b}[2J\u{7}"), r"g\u{1b}[2J\u{7}");
+        assert_eq!(short_name("a\u{1b}[2Jlong_name"), r"a\u{1b}[2Jlong_~");
+        let screen = Screen::default();
+        let s = spinner(
+            "evil\u{1b}[2J",
+            ProgressDrawTarget::term_like(Box::new(screen.clone())),
+        );
+        s.tick();
+        let b = bar(
+            "evil\u{1b}[2J",
+            "replaying",
+            100_000,
+            ProgressDrawTarget::term_like(Box::new(screen.clone())),
+        );
+        b.set_position(50_000);
+        let frames = screen.frames();
+        assert!(frames.len() >= 2, "{frames:?}");
+        for f in &frames {
+            assert!(!f.contains('\u{1b}'), "{f:?}");
+            assert!(f.contains(r"evil\u{1b}[2J: "), "{f:?}");
+        }
     }
 }

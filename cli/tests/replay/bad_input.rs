@@ -223,3 +223,49 @@ fn a_header_whose_figures_contradict_each_other_is_refused() {
         assert!(out.stdout.is_empty(), "no table for {header}");
     }
 }
+
+/// What a trace's line or a file's name puts in an error line reaches the
+/// terminal with its control characters escaped, as in the table: a trace
+/// from elsewhere cannot start an escape sequence on stderr either.
+#[test]
+fn control_characters_in_errors_are_escaped() {
+    let (_, out) = replay_lines(
+        "errors-with-controls",
+        &[r#"{"op":"\u001b[2Jgone\u0007","id":1}"#],
+    );
+    assert_refused(&out, &[r#"line 2: unknown op "\u{1b}[2Jgone\u{7}""#]);
+    let err = text(&out.stderr);
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+
+    let dir = scratch("errors-with-controls-names");
+    let missing = dir.join("no\u{1b}[31mthere\n.jsonl");
+    let out = replay(&[&missing]);
+    let err = text(&out.stderr);
+    assert_refused(&out, &[r"no\u{1b}[31mthere\n.jsonl: no such file"]);
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    assert_eq!(err.lines().count(), 1, "one line: {err:?}");
+}
+
+/// A trace line quoted back in an error (up to a megabyte of it) is cut
+/// to its start and end: the error is one readable line, with the file,
+/// the line and the reason.
+#[test]
+fn a_huge_quoted_value_is_cut_in_the_error() {
+    let op = "A".repeat(1_000_000);
+    let (_, out) = replay_lines("errors-huge", &[&format!(r#"{{"op":"{op}","id":1}}"#)]);
+    assert_refused(
+        &out,
+        &[
+            "bad.jsonl: line 2: unknown op \"AAAA",
+            "characters left out",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "one line");
+    assert!(err.trim_end().ends_with("AAAA\""), "its end is kept");
+    assert!(
+        err.chars().count() <= "streamcore: \n".len() + streamcore_cli::text::MAX_ERROR_CHARS,
+        "{} characters",
+        err.chars().count()
+    );
+}

@@ -194,3 +194,35 @@ fn files_that_are_not_layout_files_are_refused_in_one_line() {
         assert!(out.stdout.is_empty(), "nothing replayed: {err}");
     }
 }
+
+/// A layout file's text quoted in its error is escaped there: a layout
+/// from elsewhere cannot drive the terminal.
+#[test]
+fn control_characters_of_a_layout_file_are_escaped_in_its_error() {
+    let dir = scratch("layouts-controls");
+    let file = dir.join("evil.json");
+    std::fs::write(&file, r#"{"preset": "x\u001b[2J"}"#).unwrap();
+    let out = replay(&[&"--layout", &file, &trace("two_stream_pipeline")]);
+    assert_bad_argument(&out, &[r#"unknown preset "x\u{1b}[2J""#]);
+    let err = text(&out.stderr);
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+}
+
+/// A page budget past 32 bits is refused with the number the file gave,
+/// not the one a 32-bit budget would have held.
+#[test]
+fn a_page_budget_past_32_bits_is_named_as_given() {
+    let dir = scratch("layouts-max-pages");
+    let file = dir.join("pages.json");
+    std::fs::write(
+        &file,
+        r#"{"preset": "sliced", "policy": {"max_pages": 18446744073709551615}}"#,
+    )
+    .unwrap();
+    let out = replay(&[&"--layout", &file, &trace("two_stream_pipeline")]);
+    assert_bad_argument(
+        &out,
+        &["policy.max_pages: 18446744073709551615 is outside 1..=16777216"],
+    );
+    assert!(!text(&out.stderr).contains("4294967295"));
+}

@@ -297,3 +297,70 @@ fn control_characters_of_file_names_are_escaped_in_the_table() {
     assert!(shown.contains(r"t\u{1b}[2J.jsonl"), "{shown}");
     assert!(shown.contains(r"l\u{7}.json)"), "{shown}");
 }
+
+/// With `--platform hip`, an option that refines another is refused without
+/// it (status 2, before any runtime is looked for, at any value), not
+/// silently ignored: `--frees` needs `--touch`, the `--fence-*` options
+/// need `--touch --frees fenced`.
+#[test]
+fn hip_refinements_without_what_they_refine_are_refused() {
+    let t = trace("two_stream_pipeline");
+    for (args, needle) in [
+        (
+            vec!["--frees", "fenced"],
+            "--frees applies with `--touch` only",
+        ),
+        (
+            vec!["--frees", "ordered"],
+            "--frees applies with `--touch` only",
+        ),
+        (
+            vec!["--fence-every", "8"],
+            "--fence-every applies with `--touch --frees fenced` only",
+        ),
+        (
+            vec!["--touch", "--fence-bytes", "1024"],
+            "--fence-bytes applies with `--touch --frees fenced` only",
+        ),
+        (
+            vec!["--touch", "--frees", "ordered", "--fence-poll-only"],
+            "--fence-poll-only applies with `--touch --frees fenced` only",
+        ),
+        (
+            vec!["--frees", "fenced", "--fence-every", "8"],
+            "--frees applies with `--touch` only",
+        ),
+    ] {
+        let mut all: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"--platform", &"hip"];
+        all.extend(args.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>));
+        all.push(&t);
+        let out = replay(&all);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("HIP runtime"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing replayed");
+    }
+}
+
+/// A negative number is an invalid value of its option, named with it;
+/// not a stray argument with a tip (`-- -1`) that would make it a trace.
+#[test]
+fn negative_numbers_are_invalid_values_of_their_option() {
+    let t = trace("two_stream_pipeline");
+    for (option, value) in [
+        ("--runs", "-1"),
+        ("--fence-every", "-8"),
+        ("--fence-bytes", "-1024"),
+    ] {
+        let out = replay(&[&"--platform", &"hip", &option, &value, &t]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{option}: {err}");
+        assert!(
+            err.contains(&format!("invalid value '{value}' for '{option} <")),
+            "{option}: {err}"
+        );
+        assert!(!err.contains("tip:"), "{option}: {err}");
+    }
+}

@@ -14,7 +14,7 @@
 
 use std::num::NonZeroU64;
 
-use streamcore::memory::{ChurnBudget, Favour, MemoryPolicy, StrandGuard};
+use streamcore::memory::{ChurnBudget, Favour, MAX_PAGES, MemoryPolicy, StrandGuard};
 use streamcore_mock::replay::json::Value;
 
 use super::file::{FileError, format_err};
@@ -68,11 +68,7 @@ pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileE
             "churn_budget" => {
                 policy.churn_budget = churn_budget(value, &at, policy.churn_budget)?;
             }
-            "max_pages" => {
-                let pages = integer(value, &at)?;
-                // Out-of-range budgets are the layout's own error.
-                policy.max_pages = u32::try_from(pages).unwrap_or(u32::MAX);
-            }
+            "max_pages" => policy.max_pages = max_pages(value, &at)?,
             other => {
                 return Err(format_err(
                     "policy",
@@ -94,6 +90,14 @@ fn shift(v: &Value, at: &str, at_64: &str) -> Result<u32, FileError> {
         ));
     }
     Ok(s as u32)
+}
+
+/// A page budget. One that fits a `u32` is checked by the layout's own
+/// rules (`1..=MAX_PAGES`); a larger one is refused here with the number
+/// as given (not as a `u32` would hold it).
+fn max_pages(v: &Value, at: &str) -> Result<u32, FileError> {
+    let pages = integer(v, at)?;
+    u32::try_from(pages).map_err(|_| format_err(at, format!("{pages} is outside 1..={MAX_PAGES}")))
 }
 
 /// A count of granules in `min..=u32::MAX`.
@@ -285,6 +289,17 @@ mod tests {
                 r#"{"split_boundaries": 1}"#,
                 "split_boundaries",
                 "not true or false",
+            ),
+            // Past a `u32`: the number as given, not as a `u32` holds it.
+            (
+                r#"{"max_pages": 18446744073709551615}"#,
+                "max_pages",
+                "18446744073709551615 is outside 1..=16777216",
+            ),
+            (
+                r#"{"max_pages": 4294967296}"#,
+                "max_pages",
+                "4294967296 is outside 1..=16777216",
             ),
         ];
         let mut files: Vec<(String, String, &str)> = cases
