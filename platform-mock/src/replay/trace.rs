@@ -14,8 +14,10 @@ use streamcore::hash::FxHashMap;
 use super::json::{self, Value};
 
 mod header;
+mod slots;
 
 use header::parse_header;
+pub(crate) use slots::SlotNumbers;
 
 /// The largest size a trace may name (16 TiB, beyond any device).
 pub const MAX_TRACE_SIZE: u64 = 1 << 44;
@@ -81,7 +83,9 @@ pub struct Trace {
     pub header: TraceHeader,
     /// The events in order.
     pub events: Vec<TraceEvent>,
-    /// Number of allocations (slots).
+    /// Number of slots: every event's slot is below it. A slot is reused
+    /// once its allocation is freed, so this is the most allocations live
+    /// at once, not the number of allocations.
     pub slots: u32,
     /// Number of streams used (highest stream + 1).
     pub streams: u32,
@@ -172,6 +176,15 @@ pub enum TraceError {
         /// The number its first use should have had.
         expected: u32,
     },
+    /// The process could not have the memory for the trace's events (a
+    /// trace of billions of events, or a gzip file that decompresses to
+    /// one): refused here rather than aborting the process.
+    OutOfMemory {
+        /// 1-based line number of the event that did not fit.
+        line: usize,
+        /// The events loaded before it.
+        events: u64,
+    },
     /// The header announces a count (`events`, `streams`) the trace does
     /// not have.
     HeaderMismatch {
@@ -225,6 +238,11 @@ impl fmt::Display for TraceError {
                 f,
                 "line {line}: stream {stream} is used before stream {expected} (streams are \
                  numbered 0, 1, ... in order of first use)"
+            ),
+            TraceError::OutOfMemory { line, events } => write!(
+                f,
+                "line {line}: no memory left for more events after {events} (a trace this \
+                 long cannot be loaded by this process)"
             ),
             TraceError::HeaderMismatch {
                 what,
@@ -330,6 +348,7 @@ impl Trace {
     pub fn parse_lines(mut reader: impl BufRead, path: &Path) -> Result<Self, TraceError> {
         let mut trace = Trace::default();
         let mut live: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut slots = SlotNumbers::default();
         let mut buf = Vec::new();
         let mut line = 0usize;
         let mut header_seen = false;
@@ -366,12 +385,19 @@ impl Trace {
                 // A byte-order mark, as some editors write one, is not JSON
                 // but says nothing wrong about the trace: skipped.
                 trace.header = parse_header(text.strip_prefix('\u{feff}').unwrap_or(text))?;
+                reserve_announced(&mut trace);
                 continue;
             }
             if text.is_empty() {
                 continue;
             }
-            let event = parse_event(text, line, &mut live, &mut trace)?;
+            let event = parse_event(text, line, &mut live, &mut slots, &mut trace)?;
+            if trace.events.try_reserve(1).is_err() {
+                return Err(TraceError::OutOfMemory {
+                    line,
+                    events: trace.events.len() as u64,
+                });
+            }
             trace.events.push(event);
         }
         if !header_seen {
@@ -396,6 +422,25 @@ impl Trace {
             }
         }
         Ok(trace)
+    }
+}
+
+/// The most events a header's count reserves room for up front (6 GiB of
+/// events): past it the events grow as they are read, as they do with no
+/// count.
+const MAX_RESERVED_EVENTS: u64 = 1 << 28;
+
+/// Room for the events the header announces, taken at once: a trace of
+/// millions of events then holds one array of its size, not the up to
+/// twice as large one that growing by doubling leaves (and copies on the
+/// way). The header is the file's word, not a fact: a count past
+/// [`MAX_RESERVED_EVENTS`], or one the allocator refuses, reserves nothing,
+/// and a count the events do not match is reported at the end
+/// ([`TraceError::HeaderMismatch`]).
+fn reserve_announced(trace: &mut Trace) {
+    if let Some(announced) = trace.header.events.filter(|&n| n <= MAX_RESERVED_EVENTS) {
+        // A refusal is not an error: the events then grow as they are read.
+        let _ = trace.events.try_reserve_exact(announced as usize);
     }
 }
 
@@ -470,6 +515,7 @@ fn parse_event(
     text: &str,
     line: usize,
     live: &mut FxHashMap<u64, u32>,
+    slots: &mut SlotNumbers,
     trace: &mut Trace,
 ) -> Result<TraceEvent, TraceError> {
     let v = json::parse(text).map_err(|why| TraceError::MalformedLine { line, why })?;
@@ -522,22 +568,31 @@ fn parse_event(
                     expected: trace.streams,
                 });
             }
-            if trace.slots == u32::MAX {
-                return Err(TraceError::MalformedLine {
-                    line,
-                    why: "too many allocations".into(),
-                });
-            }
-            let slot = trace.slots;
-            if live.insert(id, slot).is_some() {
+            if live.contains_key(&id) {
                 return Err(TraceError::DuplicateId { line, id });
             }
-            trace.slots += 1;
+            let Some(slot) = slots.take() else {
+                return Err(TraceError::MalformedLine {
+                    line,
+                    why: "too many allocations live at once".into(),
+                });
+            };
+            if live.try_reserve(1).is_err() {
+                return Err(TraceError::OutOfMemory {
+                    line,
+                    events: trace.events.len() as u64,
+                });
+            }
+            live.insert(id, slot);
+            trace.slots = slots.count();
             trace.streams = trace.streams.max(stream + 1);
             Ok(TraceEvent::Alloc { slot, size, stream })
         }
         "free" => match live.remove(&id) {
-            Some(slot) => Ok(TraceEvent::Free { slot }),
+            Some(slot) => {
+                slots.free(slot);
+                Ok(TraceEvent::Free { slot })
+            }
             None => Err(TraceError::UnknownFree { line, id }),
         },
         other => Err(TraceError::MalformedLine {

@@ -14,7 +14,7 @@ use std::string::{String, ToString};
 use std::vec;
 use std::vec::Vec;
 
-use super::trace::{Trace, TraceEvent};
+use super::trace::{SlotNumbers, Trace, TraceEvent};
 
 mod families;
 #[cfg(test)]
@@ -53,19 +53,24 @@ impl Rng {
 #[derive(Default)]
 struct Builder {
     events: Vec<TraceEvent>,
-    slots: u32,
+    /// Numbered as the loader numbers them, so a written workload loads
+    /// back as the same events.
+    slots: SlotNumbers,
     streams: u32,
 }
 
 impl Builder {
     fn alloc(&mut self, size: u64, stream: u32) -> u32 {
-        let slot = self.slots;
-        self.slots += 1;
+        let slot = self
+            .slots
+            .take()
+            .expect("a synthetic workload has far fewer than u32::MAX allocations live");
         self.streams = self.streams.max(stream + 1);
         self.events.push(TraceEvent::Alloc { slot, size, stream });
         slot
     }
     fn free(&mut self, slot: u32) {
+        self.slots.free(slot);
         self.events.push(TraceEvent::Free { slot });
     }
     fn free_all(&mut self, slots: impl IntoIterator<Item = u32>) {
@@ -76,7 +81,7 @@ impl Builder {
     fn done(self, name: &str) -> (String, Trace) {
         let mut t = Trace {
             events: self.events,
-            slots: self.slots,
+            slots: self.slots.count(),
             streams: self.streams,
             ..Trace::default()
         };

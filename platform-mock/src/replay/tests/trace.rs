@@ -18,7 +18,8 @@ fn loads_gzip_and_plain_alike() {
     assert_eq!(plain, gz);
     assert_eq!(plain.header.workload, "unit");
     assert_eq!(plain.header.recorder_ratio(), Some(1.5));
-    assert_eq!((plain.slots, plain.streams), (3, 2));
+    // Id 7 freed, then allocated again: its slot is reused.
+    assert_eq!((plain.slots, plain.streams), (2, 2));
     assert_eq!(
         plain.events,
         vec![
@@ -34,7 +35,7 @@ fn loads_gzip_and_plain_alike() {
             },
             TraceEvent::Free { slot: 0 },
             TraceEvent::Alloc {
-                slot: 2,
+                slot: 0,
                 size: 5,
                 stream: 0
             },
@@ -222,6 +223,35 @@ fn streams_are_numbered_in_order_of_first_use() {
         std::format!("{e}").contains("stream 2 is used before stream 1"),
         "{e}"
     );
+}
+
+/// The header's event count sizes the events' array at once (no doubling
+/// past it); a count that cannot be true (past what is reserved up front)
+/// reserves nothing and is still refused as a mismatch, in bounded memory.
+#[test]
+fn the_announced_event_count_sizes_the_array() {
+    let mut events = Vec::new();
+    for i in 0..1000 {
+        events.push(std::format!(
+            r#"{{"op":"alloc","id":{i},"size":8,"stream":0}}"#
+        ));
+        events.push(std::format!(r#"{{"op":"free","id":{i}}}"#));
+    }
+    let body = events.join("\n");
+    let with = |header: &str| parse(&std::format!("{header}\n{body}\n"));
+    let t = with(r#"{"header": {"events": 2000}}"#).unwrap();
+    assert_eq!(t.events.len(), 2000);
+    assert_eq!(t.events.capacity(), 2000);
+    // With no count the array grows by doubling: more room than events.
+    let t = with(r#"{"header": {"workload": "w"}}"#).unwrap();
+    assert!(t.events.capacity() > 2000, "{}", t.events.capacity());
+    for lie in [1u64 << 29, 1 << 40, u64::MAX] {
+        let e = with(&std::format!(r#"{{"header": {{"events": {lie}}}}}"#)).unwrap_err();
+        assert!(
+            matches!(e, TraceError::HeaderMismatch { what: "events", header, found: 2000 } if header == lie),
+            "{e:?}"
+        );
+    }
 }
 
 #[test]
