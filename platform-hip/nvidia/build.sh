@@ -53,7 +53,7 @@ flags=(-std=c11 -O2 -Wall -Wextra "${werror[@]}" -fPIC -shared -fvisibility=hidd
 
 echo "build.sh: CUDA at $CUDA_HOME (include $inc, lib $lib), compiler $cc"
 "$cc" "${flags[@]}" -o "$out/lib/libamdhip64.so" \
-    "$here/hip_errors.c" "$here/hip_runtime.c" "$here/hip_module.c" "$here/hip_vmm.c" \
+    "$here/hip_errors.c" "$here/hip_runtime.c" "$here/hip_module.c" "$here/hip_vmm.c" "$here/hip_faults.c" \
     "$(link_flag cudart)" -lpthread
 "$cc" "${flags[@]}" -o "$out/lib/libhiprtc.so" \
     "$here/hiprtc.c" "$(link_flag nvrtc)" "$(link_flag cudart)"

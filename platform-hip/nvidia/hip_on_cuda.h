@@ -69,4 +69,9 @@ hipError_t hoc_ensure_context(void);
  * runtime's status, or `missing` when the driver lacks the function. */
 int hoc_resolve_driver(const char *name, void **slot, hipError_t missing, hipError_t *status);
 
+/* The fault a test asked the next call of the entry point `call` to return
+ * (hip_faults.c), or hipSuccess: checked first by every virtual-memory
+ * entry point. */
+hipError_t hoc_fault(const char *call);
+
 #endif

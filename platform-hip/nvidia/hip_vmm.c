@@ -24,6 +24,15 @@
 
 #define TR(call) hoc_from_cuda((int)(call))
 
+/* Returns the fault a test asked this call for, if any (hip_faults.c). */
+#define HOC_FAULT(name)                                                                                         \
+    do {                                                                                                        \
+        hipError_t hoc_injected = hoc_fault(name);                                                              \
+        if (hoc_injected != hipSuccess) {                                                                       \
+            return hoc_injected;                                                                                \
+        }                                                                                                       \
+    } while (0)
+
 /* HIP's numbers (bindings_60850.rs). */
 enum {
     hipErrorNotSupported = 801,
@@ -185,6 +194,7 @@ HIP_API hipError_t hipMemGetAllocationGranularity(size_t *granularity, const str
 
 HIP_API hipError_t hipMemAddressReserve(void **ptr, size_t size, size_t alignment, void *addr,
                                         unsigned long long flags) {
+    HOC_FAULT("hipMemAddressReserve");
     if (ptr == NULL) {
         return hipErrorInvalidValue;
     }
@@ -201,6 +211,7 @@ HIP_API hipError_t hipMemAddressReserve(void **ptr, size_t size, size_t alignmen
 }
 
 HIP_API hipError_t hipMemAddressFree(void *ptr, size_t size) {
+    HOC_FAULT("hipMemAddressFree");
     hipError_t s = vmm_ready();
     if (s != hipSuccess) {
         return s;
@@ -210,6 +221,7 @@ HIP_API hipError_t hipMemAddressFree(void *ptr, size_t size) {
 
 HIP_API hipError_t hipMemCreate(hoc_hipMemGenericAllocationHandle_t *handle, size_t size,
                                 const struct hoc_hipMemAllocationProp *prop, unsigned long long flags) {
+    HOC_FAULT("hipMemCreate");
     if (handle == NULL) {
         return hipErrorInvalidValue;
     }
@@ -227,6 +239,7 @@ HIP_API hipError_t hipMemCreate(hoc_hipMemGenericAllocationHandle_t *handle, siz
 }
 
 HIP_API hipError_t hipMemRelease(hoc_hipMemGenericAllocationHandle_t handle) {
+    HOC_FAULT("hipMemRelease");
     hipError_t s = vmm_ready();
     if (s != hipSuccess) {
         return s;
@@ -236,6 +249,7 @@ HIP_API hipError_t hipMemRelease(hoc_hipMemGenericAllocationHandle_t handle) {
 
 HIP_API hipError_t hipMemMap(void *ptr, size_t size, size_t offset, hoc_hipMemGenericAllocationHandle_t handle,
                              unsigned long long flags) {
+    HOC_FAULT("hipMemMap");
     hipError_t s = vmm_ready();
     if (s != hipSuccess) {
         return s;
@@ -245,6 +259,7 @@ HIP_API hipError_t hipMemMap(void *ptr, size_t size, size_t offset, hoc_hipMemGe
 }
 
 HIP_API hipError_t hipMemUnmap(void *ptr, size_t size) {
+    HOC_FAULT("hipMemUnmap");
     hipError_t s = vmm_ready();
     if (s != hipSuccess) {
         return s;
@@ -256,6 +271,7 @@ HIP_API hipError_t hipMemUnmap(void *ptr, size_t size) {
 #define HOC_MAX_ACCESS_DESCS 64
 
 HIP_API hipError_t hipMemSetAccess(void *ptr, size_t size, const struct hoc_hipMemAccessDesc *desc, size_t count) {
+    HOC_FAULT("hipMemSetAccess");
     if ((desc == NULL && count > 0) || count > HOC_MAX_ACCESS_DESCS) {
         return hipErrorInvalidValue;
     }

@@ -176,19 +176,26 @@ pub(crate) fn release(chunk: Chunk) -> Result<(), (Chunk, HipError)> {
     }
 }
 
-/// Maps `chunk` whole at `address` and makes it readable and writable by
-/// `device`.
+/// Maps `chunk` whole at `address` (not yet accessible: see [`grant`]).
 ///
 /// # Safety
 /// `address .. address + chunk.size()` lies inside a live reserved range
 /// and overlaps no other mapping.
-pub(crate) unsafe fn map(device: i32, address: u64, chunk: &Chunk) -> Result<(), HipError> {
+pub(crate) unsafe fn map(address: u64, chunk: &Chunk) -> Result<(), HipError> {
     let len = bytes("hipMemMap", chunk.size)?;
     // SAFETY: the caller vouches for the range; the handle is live (owned
     // by `chunk`); offset 0 and flags 0 as HIP requires.
     check("hipMemMap", unsafe {
         hip::hipMemMap(address as *mut c_void, len, 0, chunk.handle, 0)
-    })?;
+    })
+}
+
+/// Makes `size` bytes at `address` readable and writable by `device`.
+///
+/// # Safety
+/// The range is exactly one mapping made by [`map`].
+pub(crate) unsafe fn grant(device: i32, address: u64, size: u64) -> Result<(), HipError> {
+    let len = bytes("hipMemSetAccess", size)?;
     let access = hip::hipMemAccessDesc {
         location: hip::hipMemLocation {
             type_: hip::hipMemLocationType_hipMemLocationTypeDevice,
@@ -196,17 +203,11 @@ pub(crate) unsafe fn map(device: i32, address: u64, chunk: &Chunk) -> Result<(),
         },
         flags: hip::hipMemAccessFlags_hipMemAccessFlagsProtReadWrite,
     };
-    // SAFETY: the range was just mapped; `access` is one valid descriptor
-    // that outlives the call.
-    let granted = check("hipMemSetAccess", unsafe {
+    // SAFETY: the caller vouches for the mapping; `access` is one valid
+    // descriptor that outlives the call.
+    check("hipMemSetAccess", unsafe {
         hip::hipMemSetAccess(address as *mut c_void, len, &access, 1)
-    });
-    if let Err(e) = granted {
-        // SAFETY: the range was mapped just above and nothing used it.
-        let _ = unsafe { unmap(address, chunk.size) };
-        return Err(e);
-    }
-    Ok(())
+    })
 }
 
 /// Unmaps `size` bytes at `address` (exactly one earlier [`map`]).

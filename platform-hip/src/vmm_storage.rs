@@ -104,7 +104,8 @@ pub struct HipVmmStorage {
     small: HipStorage,
     ranges: BTreeMap<u64, Range>,
     pending: Vec<(u64, Range)>,
-    /// Chunks already unmapped whose release failed.
+    /// Chunks no mapping uses whose release failed: released by the next
+    /// flush (or the drop).
     orphans: Vec<Chunk>,
     calls: VmmCalls,
     mapped: u64,
@@ -227,8 +228,11 @@ impl HipVmmStorage {
     /// Maps a new chunk of `len` bytes at `offset` of the live range `page`.
     /// `offset` and `len` are multiples of the granularity, the chunk lies
     /// inside the range and overlaps no mapped chunk; anything else is an
-    /// `InvalidValue` error. Out of memory: `OutOfMemory`. On any error
-    /// nothing changed.
+    /// `InvalidValue` error. Out of memory: `OutOfMemory`. On an error
+    /// nothing changed, but for one double fault: where the driver refuses
+    /// the access grant and then the unmap that would undo the mapping, the
+    /// mapping stays in the range (never accessible, refusing commits over
+    /// it as `InvalidValue`) until the range is released.
     pub fn commit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), HipError> {
         const CALL: &str = "hipMemMap";
         self.refuse_in_capture(CALL)?;
@@ -258,25 +262,50 @@ impl HipVmmStorage {
         }
         self.shared.make_current()?;
         let chunk = vmm::create(self.shared.device, len)?;
-        // SAFETY: `page.0 + offset .. + len` lies inside the live range
-        // reserved at `page.0` (checked above) and overlaps no mapping.
-        if let Err(e) = unsafe { vmm::map(self.shared.device, page.0 + offset, &chunk) } {
-            // A chunk that could not be released is leaked; the map error
-            // is the one worth reporting.
-            let _ = vmm::release(chunk);
-            return Err(e);
+        let address = page.0 + offset;
+        // SAFETY: `address .. + len` lies inside the live range reserved at
+        // `page.0` (checked above) and overlaps no mapping.
+        let failed = match unsafe { vmm::map(address, &chunk) } {
+            // SAFETY: exactly the mapping just made.
+            Ok(()) => unsafe { vmm::grant(self.shared.device, address, len) }
+                .err()
+                .map(|e| (e, true)),
+            Err(e) => Some((e, false)),
+        };
+        let Some((e, mapped)) = failed else {
+            self.calls.map += 1;
+            self.mapped += len;
+            if let Some(range) = self.ranges.get_mut(&page.0) {
+                range.chunks.insert(offset, chunk);
+            }
+            return Ok(());
+        };
+        // The first error is the one reported. Undone as far as the driver
+        // lets: a mapping that will not go stays a chunk of the range
+        // (unused, refusing commits over it, released with the range); a
+        // chunk that will not be released goes at the next flush.
+        if mapped {
+            // SAFETY: the mapping made above; nothing used it (no access).
+            if unsafe { vmm::unmap(address, len) }.is_err() {
+                self.mapped += len;
+                if let Some(range) = self.ranges.get_mut(&page.0) {
+                    range.chunks.insert(offset, chunk);
+                }
+                return Err(e);
+            }
         }
-        self.calls.map += 1;
-        self.mapped += len;
-        if let Some(range) = self.ranges.get_mut(&page.0) {
-            range.chunks.insert(offset, chunk);
+        if let Err((chunk, _)) = vmm::release(chunk) {
+            self.orphans.push(chunk);
         }
-        Ok(())
+        Err(e)
     }
 
     /// Unmaps and releases the chunk committed at `offset` (`len` bytes) of
     /// the live range `page`, at once. The caller guarantees no queued work
-    /// touches it. On an error the chunk stays mapped and usable.
+    /// touches it. On an error the chunk stays mapped and usable. Once it
+    /// is unmapped the decommit has happened, whatever follows: a release
+    /// the driver refuses is made again by the next flush (or the drop),
+    /// which reports it if it fails again.
     pub fn decommit(&mut self, page: PageId, offset: u64, len: u64) -> Result<(), HipError> {
         const CALL: &str = "hipMemUnmap";
         self.refuse_in_capture(CALL)?;
@@ -300,11 +329,12 @@ impl HipVmmStorage {
         self.calls.unmap += 1;
         self.mapped -= len;
         if let Some(chunk) = range.chunks.remove(&offset) {
-            if let Err((chunk, e)) = vmm::release(chunk) {
-                // The mapping is gone; the memory is still held by the
-                // handle: a later flush or the drop releases it.
+            if let Err((chunk, _)) = vmm::release(chunk) {
+                // The mapping is gone (the caller must not use the bytes
+                // again, so this is no error of the decommit); the memory
+                // is still held by the handle until a later flush or the
+                // drop releases it.
                 self.orphans.push(chunk);
-                return Err(e);
             }
         }
         Ok(())
@@ -330,6 +360,10 @@ impl HipVmmStorage {
                 // mapped (the commit failed and changed nothing).
                 if unsafe { vmm::address_free(page.0, range.size) }.is_ok() {
                     self.calls.address_free += 1;
+                } else {
+                    // Freed by the next flush (or the drop), as a
+                    // deallocated range is: its addresses are not lost.
+                    self.pending.push((page.0, range));
                 }
             }
             return Err(e);

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::process::{Command, Output};
 
 use streamcore::platform::{
-    ErrorKind, HostRange, HostStorage, PageId, Platform, PlatformError, Storage,
+    DeviceRange, ErrorKind, HostRange, HostStorage, PageId, Platform, PlatformError, Storage,
 };
 use streamcore_hip::{HipHostStorage, HipPlatform};
 
@@ -97,4 +97,23 @@ pub fn reports(output: &Output) -> Vec<String> {
         .lines()
         .filter_map(|l| l.find(TAG).map(|at| l[at + TAG.len()..].to_owned()))
         .collect()
+}
+
+/// Writes `at.len / 4` words at `at` through a pinned page and reads them back.
+pub fn round_trip(platform: &HipPlatform, at: DeviceRange, seed: u32) -> Vec<u32> {
+    let mut host = platform.host_storage().unwrap();
+    let n = (at.len / 4) as usize;
+    let src = host_page(&mut host, &words(n, |i| i ^ seed));
+    let dst = host_page(&mut host, &vec![0u8; at.len as usize]);
+    let mut stream = platform.create_stream().unwrap();
+    platform
+        .copy_to_device(&mut stream, host_range(src, 0, at.len), at)
+        .unwrap();
+    platform
+        .copy_to_host(&mut stream, at, host_range(dst, 0, at.len))
+        .unwrap();
+    drain(platform, &mut stream);
+    let mut out = vec![0u8; at.len as usize];
+    streamcore::platform::HostStorage::read(&host, dst, 0, &mut out).unwrap();
+    to_words(&out)
 }

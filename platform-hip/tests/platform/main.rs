@@ -7,6 +7,7 @@
 mod bounds;
 mod common;
 mod devices;
+mod faults;
 mod graph;
 mod kernel;
 mod not_available;
@@ -47,6 +48,11 @@ fn main() -> std::process::ExitCode {
         vmm::reservations_commit_and_decommit_in_place,
         vmm::out_of_memory_on_commit_is_typed_and_changes_nothing,
         vmm::nothing_is_mapped_or_unmapped_inside_a_capture,
+        faults::a_refused_map_or_access_releases_the_chunk,
+        faults::a_mapping_that_will_not_go_is_released_with_its_range,
+        faults::a_refused_unmap_keeps_the_chunk_usable,
+        faults::a_failed_release_is_retried_by_the_flush,
+        faults::a_failed_address_free_is_retried_by_the_flush,
         sticky::sticky_error_stays_in_the_child,
         bounds::device_ranges_outside_live_device_pages_are_refused,
         bounds::launches_pass_exactly_the_declared_bindings,

@@ -7,7 +7,7 @@ use streamcore::platform::{
 };
 use streamcore_hip::{HipDeviceStorage, HipPlatform, HipVmmStorage, StoragePreference};
 
-use crate::common::{drain, host_page, host_range, platform_or_skip, to_words, visible, words};
+use crate::common::{platform_or_skip, round_trip, visible};
 use crate::runner::{Outcome, Skip};
 
 const MIB: u64 = 1 << 20;
@@ -23,25 +23,6 @@ fn vmm_or_skip() -> Result<(HipPlatform, HipVmmStorage), Skip> {
             Err(Skip(format!("no virtual-memory support ({e})")))
         }
     }
-}
-
-/// Writes `count` words at `at` through a pinned page and reads them back.
-fn round_trip(platform: &HipPlatform, at: DeviceRange, seed: u32) -> Vec<u32> {
-    let mut host = platform.host_storage().unwrap();
-    let n = (at.len / 4) as usize;
-    let src = host_page(&mut host, &words(n, |i| i ^ seed));
-    let dst = host_page(&mut host, &vec![0u8; at.len as usize]);
-    let mut stream = platform.create_stream().unwrap();
-    platform
-        .copy_to_device(&mut stream, host_range(src, 0, at.len), at)
-        .unwrap();
-    platform
-        .copy_to_host(&mut stream, at, host_range(dst, 0, at.len))
-        .unwrap();
-    drain(platform, &mut stream);
-    let mut out = vec![0u8; at.len as usize];
-    streamcore::platform::HostStorage::read(&host, dst, 0, &mut out).unwrap();
-    to_words(&out)
 }
 
 pub fn the_device_storage_is_chosen_at_run_time() -> Outcome {

@@ -1,0 +1,267 @@
+//! Driver faults in the virtual-memory storage's calls, on a real device:
+//! each failure path is typed, loses nothing and leaks nothing (the
+//! driver's own count of used memory comes back to where it was), and the
+//! storage works on after it.
+//!
+//! The faults come from the HIP-on-CUDA shim (`hipOnCudaFailNext`: the
+//! next call of one entry point returns a status without reaching the
+//! driver); over a runtime without it (a real ROCm) these tests skip.
+
+use libloading::Library;
+use streamcore::platform::{DeviceRange, ErrorKind, PageId, PlatformError, Storage};
+use streamcore_hip::{HipPlatform, HipVmmStorage};
+
+use crate::common::{platform_or_skip, round_trip};
+use crate::runner::{Outcome, Skip};
+
+/// HIP's out-of-memory status, what the injected faults return.
+const OUT_OF_MEMORY: i32 = 2;
+/// HIP's invalid-value status.
+const INVALID_VALUE: i32 = 1;
+
+/// The shim's fault switch, from the runtime the platform loaded.
+struct Faults {
+    lib: Library,
+}
+
+impl Faults {
+    /// The switch, or why these tests cannot run.
+    fn open() -> Result<Self, Skip> {
+        let Some(root) = std::env::var_os("ROCM_PATH") else {
+            return Err(Skip("no ROCM_PATH: not the HIP-on-CUDA shim".into()));
+        };
+        let path = std::path::Path::new(&root).join("lib/libamdhip64.so");
+        // SAFETY: the platform loaded this library already (the same file
+        // through the same variable), so opening it again only takes one
+        // more reference; its initializers ran then.
+        let lib =
+            unsafe { Library::new(&path) }.map_err(|e| Skip(format!("{}: {e}", path.display())))?;
+        // SAFETY: only whether the symbol exists is asked here; its type is
+        // stated where it is called.
+        let has = unsafe { lib.get::<unsafe extern "C" fn()>(b"hipOnCudaFailNext\0") }.is_ok();
+        if !has {
+            return Err(Skip("the runtime injects no faults (not the shim)".into()));
+        }
+        Ok(Self { lib })
+    }
+
+    /// The next call of `call` returns `status`.
+    fn fail_next(&self, call: &str, status: i32) {
+        let name = std::ffi::CString::new(call).unwrap();
+        // SAFETY: `hipOnCudaFailNext(const char *, int) -> int` in
+        // `nvidia/hip_faults.c`; `name` outlives the call.
+        let answer = unsafe {
+            let f = self
+                .lib
+                .get::<unsafe extern "C" fn(*const std::ffi::c_char, i32) -> i32>(
+                    b"hipOnCudaFailNext\0",
+                )
+                .unwrap();
+            f(name.as_ptr(), status)
+        };
+        assert_eq!(answer, 0, "the shim refused a fault for {call}");
+    }
+}
+
+/// The platform, its virtual-memory storage and the fault switch, or why
+/// the test cannot run.
+fn setup() -> Result<(HipPlatform, HipVmmStorage, Faults), Skip> {
+    let platform = platform_or_skip()?;
+    let mut vmm = platform
+        .vmm_storage()
+        .map_err(|e| Skip(format!("no virtual-memory support ({e})")))?;
+    let faults = Faults::open()?;
+    // The first copies of a process may take device memory of their own
+    // (the runtime's staging): taken here, before a test counts.
+    let g = vmm.granularity();
+    let page = vmm.reserve_range(g).unwrap();
+    vmm.commit(page, 0, g).unwrap();
+    holds_bytes(&platform, page, 0);
+    vmm.decommit(page, 0, g).unwrap();
+    vmm.dealloc(page);
+    vmm.flush().unwrap();
+    Ok((platform, vmm, faults))
+}
+
+/// Device memory in use, as the driver counts it.
+fn used(platform: &HipPlatform) -> u64 {
+    platform.memory_info().unwrap().used()
+}
+
+/// Writes 1024 words at `page` + `offset` and reads them back: the chunk
+/// there is mapped and accessible.
+fn holds_bytes(platform: &HipPlatform, page: PageId, offset: u64) {
+    let at = DeviceRange {
+        page,
+        offset,
+        len: 4096,
+    };
+    assert_eq!(
+        round_trip(platform, at, 0x5a),
+        (0..1024).map(|i| i ^ 0x5a).collect::<Vec<_>>()
+    );
+}
+
+/// A commit whose map, or whose access grant, the driver refuses: the
+/// error names the call and its kind, the chunk it created is released
+/// (the driver's used memory is back where it was), nothing stays mapped
+/// at that offset (a commit there then works), and the storage's books did
+/// not move.
+pub fn a_refused_map_or_access_releases_the_chunk() -> Outcome {
+    let (platform, mut vmm, faults) = setup()?;
+    let g = vmm.granularity();
+    let page = vmm.reserve_range(4 * g).unwrap();
+    let before = used(&platform);
+    for (call, status, kind) in [
+        ("hipMemMap", OUT_OF_MEMORY, ErrorKind::OutOfMemory),
+        ("hipMemSetAccess", INVALID_VALUE, ErrorKind::InvalidValue),
+        ("hipMemCreate", OUT_OF_MEMORY, ErrorKind::OutOfMemory),
+    ] {
+        faults.fail_next(call, status);
+        let e = vmm.commit(page, g, 2 * g).expect_err(call);
+        assert_eq!((e.call(), e.kind()), (call, kind), "{e}");
+        assert_eq!(used(&platform), before, "{call}: the chunk was released");
+        assert_eq!((vmm.live_bytes(), vmm.mapped_bytes()), (0, 0), "{call}");
+        vmm.commit(page, g, 2 * g).unwrap();
+        holds_bytes(&platform, page, g);
+        vmm.decommit(page, g, 2 * g).unwrap();
+        assert_eq!(used(&platform), before, "{call}");
+    }
+    vmm.dealloc(page);
+    vmm.flush().unwrap();
+    assert_eq!(vmm.pending_pages(), 0);
+    Ok(())
+}
+
+/// A refused access grant whose undoing unmap is refused too: the commit
+/// fails, the mapping stays in the range (counted as mapped, refusing a
+/// commit over it), and goes with the range, its memory with it.
+pub fn a_mapping_that_will_not_go_is_released_with_its_range() -> Outcome {
+    let (platform, mut vmm, faults) = setup()?;
+    let g = vmm.granularity();
+    let before = used(&platform);
+    let page = vmm.reserve_range(4 * g).unwrap();
+    faults.fail_next("hipMemSetAccess", INVALID_VALUE);
+    faults.fail_next("hipMemUnmap", INVALID_VALUE);
+    let e = vmm.commit(page, g, g).expect_err("no access");
+    assert_eq!(e.call(), "hipMemSetAccess", "the first error: {e}");
+    assert_eq!(used(&platform), before + g, "still mapped");
+    let e = vmm.commit(page, g, g).expect_err("over the stuck mapping");
+    assert_eq!(e.kind(), ErrorKind::InvalidValue, "{e}");
+    // The rest of the range works.
+    vmm.commit(page, 2 * g, g).unwrap();
+    holds_bytes(&platform, page, 2 * g);
+    vmm.decommit(page, 2 * g, g).unwrap();
+    vmm.dealloc(page);
+    vmm.flush().unwrap();
+    assert_eq!(used(&platform), before, "released with the range");
+    assert_eq!(vmm.pending_pages(), 0);
+    Ok(())
+}
+
+/// A decommit whose unmap the driver refuses leaves the chunk mapped,
+/// counted and holding its bytes; the next decommit gives it back.
+pub fn a_refused_unmap_keeps_the_chunk_usable() -> Outcome {
+    let (platform, mut vmm, faults) = setup()?;
+    let g = vmm.granularity();
+    let page = vmm.reserve_range(2 * g).unwrap();
+    let before = used(&platform);
+    vmm.commit(page, 0, g).unwrap();
+    faults.fail_next("hipMemUnmap", INVALID_VALUE);
+    let e = vmm.decommit(page, 0, g).expect_err("the unmap fails");
+    assert_eq!(e.call(), "hipMemUnmap", "{e}");
+    assert_eq!(vmm.mapped_bytes(), g, "still mapped");
+    assert_eq!(used(&platform), before + g);
+    holds_bytes(&platform, page, 0);
+    vmm.decommit(page, 0, g).unwrap();
+    assert_eq!(used(&platform), before);
+    vmm.dealloc(page);
+    vmm.flush().unwrap();
+    Ok(())
+}
+
+/// A release that fails after its chunk was unmapped (on a decommit, or on
+/// a refused map) is made again by the next flush: the memory comes back
+/// then, not never.
+pub fn a_failed_release_is_retried_by_the_flush() -> Outcome {
+    let (platform, mut vmm, faults) = setup()?;
+    let g = vmm.granularity();
+    let page = vmm.reserve_range(2 * g).unwrap();
+    let before = used(&platform);
+
+    // Once unmapped, the decommit happened: the caller may not use the
+    // bytes, and the memory goes back at the next flush.
+    vmm.commit(page, 0, g).unwrap();
+    faults.fail_next("hipMemRelease", OUT_OF_MEMORY);
+    vmm.decommit(page, 0, g).unwrap();
+    assert_eq!((vmm.mapped_bytes(), vmm.live_bytes()), (0, 0), "unmapped");
+    assert_eq!(used(&platform), before + g, "held until released");
+    // A flush whose release fails again says so, and keeps the chunk.
+    faults.fail_next("hipMemRelease", OUT_OF_MEMORY);
+    let e = vmm.flush().expect_err("the release fails again");
+    assert_eq!(e.call(), "hipMemRelease", "{e}");
+    assert_eq!(used(&platform), before + g);
+    vmm.flush().unwrap();
+    assert_eq!(used(&platform), before, "released by the flush");
+    // The offset takes a new chunk.
+    vmm.commit(page, 0, g).unwrap();
+    holds_bytes(&platform, page, 0);
+    vmm.decommit(page, 0, g).unwrap();
+
+    faults.fail_next("hipMemMap", OUT_OF_MEMORY);
+    faults.fail_next("hipMemRelease", OUT_OF_MEMORY);
+    let e = vmm.commit(page, 0, g).expect_err("the map fails");
+    assert_eq!(e.call(), "hipMemMap", "the map's error is reported: {e}");
+    assert_eq!(used(&platform), before + g, "its chunk is not released yet");
+    vmm.flush().unwrap();
+    assert_eq!(used(&platform), before, "released by the flush");
+    vmm.commit(page, 0, g).unwrap();
+    holds_bytes(&platform, page, 0);
+    vmm.decommit(page, 0, g).unwrap();
+    vmm.dealloc(page);
+    vmm.flush().unwrap();
+    assert_eq!(used(&platform), before);
+    Ok(())
+}
+
+/// Addresses whose free the driver refuses stay queued: the flush reports
+/// the error, and the next one frees them. The same for the range of a
+/// plain page whose memory could not be had.
+pub fn a_failed_address_free_is_retried_by_the_flush() -> Outcome {
+    let (platform, mut vmm, faults) = setup()?;
+    let g = vmm.granularity();
+    let before = used(&platform);
+    let page = vmm.reserve_range(4 * g).unwrap();
+    vmm.dealloc(page);
+    faults.fail_next("hipMemAddressFree", INVALID_VALUE);
+    let e = vmm.flush().expect_err("the free fails");
+    assert_eq!(e.call(), "hipMemAddressFree", "{e}");
+    assert_eq!(vmm.pending_pages(), 1, "kept for the next flush");
+    vmm.flush().unwrap();
+    assert_eq!(vmm.pending_pages(), 0);
+
+    // A plain page past the pack limit: a range, then its memory.
+    faults.fail_next("hipMemCreate", OUT_OF_MEMORY);
+    faults.fail_next("hipMemAddressFree", INVALID_VALUE);
+    let e = vmm.alloc(4 * g).expect_err("no memory for the page");
+    assert_eq!(
+        (e.call(), e.kind()),
+        ("hipMemCreate", ErrorKind::OutOfMemory),
+        "{e}"
+    );
+    assert_eq!(vmm.pending_pages(), 1, "its range waits for the flush");
+    vmm.flush().unwrap();
+    assert_eq!(vmm.pending_pages(), 0);
+    let plain = vmm.alloc(4 * g).unwrap();
+    holds_bytes(&platform, plain, 0);
+    vmm.dealloc(plain);
+    vmm.flush().unwrap();
+    assert_eq!(used(&platform), before);
+
+    // A reservation the driver refuses: typed, nothing held.
+    faults.fail_next("hipMemAddressReserve", OUT_OF_MEMORY);
+    let e = vmm.reserve_range(4 * g).expect_err("no addresses");
+    assert_eq!(e.call(), "hipMemAddressReserve", "{e}");
+    assert_eq!((vmm.live_bytes(), vmm.pending_pages()), (0, 0));
+    Ok(())
+}
