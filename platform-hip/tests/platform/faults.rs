@@ -8,7 +8,8 @@
 //! driver); over a runtime without it (a real ROCm) these tests skip.
 
 use libloading::Library;
-use streamcore::platform::{DeviceRange, ErrorKind, PageId, PlatformError, Storage};
+use streamcore::memory::{MemoryError, MemoryLayout, MemoryManager};
+use streamcore::platform::{DeviceRange, ErrorKind, PageId, Platform, PlatformError, Storage};
 use streamcore_hip::{HipPlatform, HipVmmStorage};
 
 use crate::common::{platform_or_skip, round_trip};
@@ -263,5 +264,57 @@ pub fn a_failed_address_free_is_retried_by_the_flush() -> Outcome {
     let e = vmm.reserve_range(4 * g).expect_err("no addresses");
     assert_eq!(e.call(), "hipMemAddressReserve", "{e}");
     assert_eq!((vmm.live_bytes(), vmm.pending_pages()), (0, 0));
+    Ok(())
+}
+
+/// A pool over the device storage meets the same faults: a refusal of
+/// another kind than exhaustion is a typed `MemoryError::Storage` naming
+/// the driver call, with nothing held more, and the next reserve works; a
+/// one-off exhaustion is ridden out by the pool's retry; a close whose
+/// unmap fails says so, and dropping the pool still gives the device all
+/// its memory back.
+pub fn a_pool_on_the_device_rides_out_refused_calls() -> Outcome {
+    let (platform, vmm, faults) = setup()?;
+    let before = used(&platform);
+    let mut pool = MemoryManager::new(vmm, MemoryLayout::for_device(&platform.properties()));
+    // Large pages, each its own reservation and commits (nothing carved
+    // from memory the pool holds): every reserve calls the driver.
+    const SIZE: u64 = 800 << 20;
+    let mut live = Vec::new();
+    for call in [
+        "hipMemAddressReserve",
+        "hipMemCreate",
+        "hipMemMap",
+        "hipMemSetAccess",
+    ] {
+        let held = pool.held_bytes();
+        faults.fail_next(call, INVALID_VALUE);
+        match pool.reserve(SIZE) {
+            Err(MemoryError::Storage { source, .. }) => {
+                assert_eq!(source.call(), call, "{source}");
+                assert_eq!(source.kind(), ErrorKind::InvalidValue, "{source}");
+            }
+            other => panic!("{call}: {other:?}"),
+        }
+        assert_eq!(pool.held_bytes(), held, "{call}: nothing held more");
+        let (h, range) = pool.reserve(SIZE).unwrap();
+        holds_bytes(&platform, range.page, range.offset);
+        live.push(h);
+    }
+    faults.fail_next("hipMemCreate", OUT_OF_MEMORY);
+    let (h, range) = pool.reserve(SIZE).expect("retried once");
+    holds_bytes(&platform, range.page, range.offset);
+    live.push(h);
+    assert!(used(&platform) >= before + 5 * SIZE);
+    for h in live {
+        pool.free(h).unwrap();
+    }
+    faults.fail_next("hipMemUnmap", INVALID_VALUE);
+    match pool.close() {
+        Err(MemoryError::Storage { source, .. }) => assert_eq!(source.call(), "hipMemUnmap"),
+        other => panic!("close: {other:?}"),
+    }
+    drop(pool);
+    assert_eq!(used(&platform), before, "the drop gave everything back");
     Ok(())
 }
