@@ -357,8 +357,11 @@ impl HipVmmStorage {
                 self.shared.pages.device_page_retired(page.0);
                 self.shared.pages.device_pages_released(&[page.0]);
                 // SAFETY: the range was reserved just above and has nothing
-                // mapped (the commit failed and changed nothing).
-                if unsafe { vmm::address_free(page.0, range.size) }.is_ok() {
+                // mapped (checked: the commit's double fault leaves a
+                // mapping in it, which the flush unmaps first).
+                if range.chunks.is_empty()
+                    && unsafe { vmm::address_free(page.0, range.size) }.is_ok()
+                {
                     self.calls.address_free += 1;
                 } else {
                     // Freed by the next flush (or the drop), as a
