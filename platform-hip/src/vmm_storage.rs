@@ -356,12 +356,13 @@ impl HipVmmStorage {
             if let Some(range) = self.ranges.remove(&page.0) {
                 self.shared.pages.device_page_retired(page.0);
                 self.shared.pages.device_pages_released(&[page.0]);
-                // SAFETY: the range was reserved just above and has nothing
-                // mapped (checked: the commit's double fault leaves a
-                // mapping in it, which the flush unmaps first).
-                if range.chunks.is_empty()
-                    && unsafe { vmm::address_free(page.0, range.size) }.is_ok()
-                {
+                // A range the commit's double fault left a mapping in goes
+                // to the flush, which unmaps it first.
+                let freed = range.chunks.is_empty()
+                    // SAFETY: the range was reserved just above and has
+                    // nothing mapped (checked just before).
+                    && unsafe { vmm::address_free(page.0, range.size) }.is_ok();
+                if freed {
                     self.calls.address_free += 1;
                 } else {
                     // Freed by the next flush (or the drop), as a
