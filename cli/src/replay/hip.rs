@@ -249,8 +249,9 @@ fn ratio_text(bytes: u64, live: u64) -> String {
 /// The trace at `path`, or the one line saying why not (naming the file
 /// once, as the mock replay does).
 fn load(path: &Path) -> Result<Trace, TraceRunError> {
-    Trace::load(path)
-        .map_err(|e| TraceRunError::Trace(TraceFailure::Load(path.to_path_buf(), e).to_string()))
+    super::input::load(path).map_err(|e| {
+        TraceRunError::Trace(TraceFailure::Load(super::input::shown(path), e).to_string())
+    })
 }
 
 /// The trace's name in the first column: the header's workload, else the

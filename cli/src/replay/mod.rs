@@ -6,6 +6,7 @@
 mod hip;
 #[cfg(feature = "hip")]
 mod hip_target;
+mod input;
 mod layout;
 mod output;
 mod plot;
@@ -20,7 +21,7 @@ use std::process::ExitCode;
 use clap::Args;
 use streamcore::platform::DeviceProperties;
 use streamcore_mock::replay::{
-    Accounting, ReplayError, ReplayOptions, Sample, StreamcoreTarget, Trace, TraceError, replay,
+    Accounting, ReplayError, ReplayOptions, Sample, StreamcoreTarget, TraceError, replay,
 };
 
 use crate::platform::{FreesArg, PlatformArg, StorageArg};
@@ -145,7 +146,8 @@ const DEFAULT_FENCE_BYTES: u64 = 4 << 20;
 /// invalid value of `--runs`, not a stray argument `-1`.
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// Trace files: gzip JSON lines (.jsonl.gz) or plain JSON lines (.jsonl).
+    /// Trace files: gzip JSON lines (.jsonl.gz) or plain JSON lines
+    /// (.jsonl); `-` reads one from standard input (once).
     #[arg(required = true, value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
 
@@ -384,7 +386,7 @@ impl fmt::Display for TraceFailure {
 /// Runs `streamcore replay`; the exit code says whether every trace was
 /// reported.
 pub fn main(args: &ReplayArgs) -> ExitCode {
-    if let Err(why) = check_platform_options(args) {
+    if let Err(why) = check_platform_options(args).and_then(|()| input::check(&args.traces)) {
         error_line!("{why}");
         return ExitCode::from(2);
     }
@@ -520,14 +522,14 @@ fn run_one(
 ) -> Result<(Outcome, Option<TraceFailure>), TraceFailure> {
     let name = output::stem(path);
     let spinner = progress.loading(&name);
-    let loaded = Trace::load(path);
+    let loaded = input::load(path);
     if let Some(s) = spinner {
         s.finish_and_clear();
     }
-    let trace = loaded.map_err(|e| TraceFailure::Load(path.to_path_buf(), e))?;
+    let trace = loaded.map_err(|e| TraceFailure::Load(input::shown(path), e))?;
     let total = trace.events.len() as u64;
     let replay_error = |error| TraceFailure::Replay {
-        path: path.to_path_buf(),
+        path: input::shown(path),
         events: total,
         error,
     };

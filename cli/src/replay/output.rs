@@ -43,8 +43,12 @@ impl Outcome {
 
 pub use crate::text::printable;
 
-/// A file's name up to its first dot (`gpt2_train.jsonl.gz` → `gpt2_train`).
+/// A file's name up to its first dot (`gpt2_train.jsonl.gz` → `gpt2_train`);
+/// `stdin` for `-` (standard input).
 pub fn stem(path: &Path) -> String {
+    if super::input::is_stdin(path) {
+        return "stdin".to_owned();
+    }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -97,7 +101,7 @@ pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
     writeln!(
         out,
         "{}  ({}, layout {})",
-        printable(&o.path.display().to_string()),
+        printable(&super::input::shown(&o.path).display().to_string()),
         o.shown_name(),
         printable(&o.layout)
     )?;
@@ -385,6 +389,7 @@ mod tests {
     fn stems_and_thousands() {
         assert_eq!(stem(Path::new("x/gpt2_train.jsonl.gz")), "gpt2_train");
         assert_eq!(stem(Path::new(".hidden")), ".hidden");
+        assert_eq!(stem(Path::new("-")), "stdin");
         assert_eq!(thousands(9_489), "9,489");
         assert_eq!(thousands(0), "0");
     }

@@ -364,3 +364,80 @@ fn negative_numbers_are_invalid_values_of_their_option() {
         assert!(!err.contains("tip:"), "{option}: {err}");
     }
 }
+
+/// `streamcore replay ARGS` with `input` on its standard input.
+fn replay_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_streamcore"))
+        .arg("replay")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run streamcore");
+    let mut stdin = child.stdin.take().expect("a pipe");
+    // A refusal may exit before reading: a closed pipe is no test failure.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    child.wait_with_output().expect("wait for streamcore")
+}
+
+/// `-` reads one trace from standard input, gzip or plain, and reports it
+/// as the file would be (the same table, named by its header), beside
+/// files too; a bad trace there is named "standard input".
+#[test]
+fn a_dash_reads_the_trace_from_standard_input() {
+    let file = trace("two_stream_pipeline");
+    let gz = std::fs::read(&file).unwrap();
+    let from_file = replay(&[&"--no-progress", &file]);
+    assert!(from_file.status.success(), "{}", text(&from_file.stderr));
+    let from_stdin = replay_with_stdin(&["--no-progress", "-"], &gz);
+    assert!(from_stdin.status.success(), "{}", text(&from_stdin.stderr));
+    // The same table, but for its title's source and the time per op.
+    let table = |out: &Output| -> Vec<String> {
+        let t = text(&out.stdout);
+        let mut lines = t.lines().map(str::to_owned);
+        let title = lines.next().unwrap_or_default();
+        let (_, rest) = title.split_once("  ").expect("a title");
+        std::iter::once(rest.to_owned())
+            .chain(lines.filter(|l| !l.contains("time per op")))
+            .collect()
+    };
+    assert_eq!(table(&from_stdin), table(&from_file));
+    assert!(
+        text(&from_stdin.stdout).starts_with("standard input  (two_stream_pipeline"),
+        "{}",
+        text(&from_stdin.stdout)
+    );
+
+    let plain = streamcore_mock::replay::Trace::load(&file)
+        .unwrap()
+        .to_jsonl();
+    let both = replay_with_stdin(
+        &["--no-progress", "--json", "-", file.to_str().unwrap()],
+        plain.as_bytes(),
+    );
+    assert!(both.status.success(), "{}", text(&both.stderr));
+    let lines = json_lines(&both);
+    assert_eq!(lines.len(), 2);
+    for key in ["peak_live_bytes", "peak_reserved_bytes", "storage_allocs"] {
+        assert_eq!(u(&lines[0], key), u(&lines[1], key), "{key}");
+    }
+
+    let bad = replay_with_stdin(
+        &["--no-progress", "-"],
+        b"{\"header\": {}}\n{\"op\":\"free\",\"id\":3}\n",
+    );
+    assert_refused(&bad, &["standard input: line 2: free of id 3"]);
+}
+
+/// Standard input holds one trace: `-` twice is a usage error, and nothing
+/// is replayed.
+#[test]
+fn a_dash_given_twice_is_a_usage_error() {
+    let out = replay_with_stdin(&["-", "-"], b"");
+    assert_bad_argument(&out, &["`-` (standard input) can be given once"]);
+    assert!(out.stdout.is_empty());
+}
