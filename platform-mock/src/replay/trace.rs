@@ -393,13 +393,11 @@ impl Trace {
             }
             let event = parse_event(text, line, &mut live, &mut slots, &mut trace)?;
             if trace.events.try_reserve(1).is_err() {
-                return Err(TraceError::OutOfMemory {
-                    line,
-                    events: trace.events.len() as u64,
-                });
+                return Err(out_of_memory(line, &trace));
             }
             trace.events.push(event);
         }
+        trace.slots = slots.count();
         if !header_seen {
             return Err(TraceError::MissingHeader {
                 why: "the trace is empty".into(),
@@ -492,6 +490,15 @@ impl<R: BufRead> Read for Members<R> {
     }
 }
 
+/// The error for line `line` when the memory for `trace`'s next event (or
+/// the ids live so far) could not be had.
+fn out_of_memory(line: usize, trace: &Trace) -> TraceError {
+    TraceError::OutOfMemory {
+        line,
+        events: trace.events.len() as u64,
+    }
+}
+
 /// The non-negative integer `key` of the object `v` on line `line`.
 fn field(v: &Value, key: &str, line: usize) -> Result<u64, TraceError> {
     match v.get(key) {
@@ -568,8 +575,8 @@ fn parse_event(
                     expected: trace.streams,
                 });
             }
-            if live.contains_key(&id) {
-                return Err(TraceError::DuplicateId { line, id });
+            if live.try_reserve(1).is_err() {
+                return Err(out_of_memory(line, trace));
             }
             let Some(slot) = slots.take() else {
                 return Err(TraceError::MalformedLine {
@@ -577,14 +584,10 @@ fn parse_event(
                     why: "too many allocations live at once".into(),
                 });
             };
-            if live.try_reserve(1).is_err() {
-                return Err(TraceError::OutOfMemory {
-                    line,
-                    events: trace.events.len() as u64,
-                });
+            // A duplicate ends the load: what the insert replaced is moot.
+            if live.insert(id, slot).is_some() {
+                return Err(TraceError::DuplicateId { line, id });
             }
-            live.insert(id, slot);
-            trace.slots = slots.count();
             trace.streams = trace.streams.max(stream + 1);
             Ok(TraceEvent::Alloc { slot, size, stream })
         }
