@@ -274,10 +274,7 @@ impl HipVmmStorage {
         };
         let Some((e, mapped)) = failed else {
             self.calls.map += 1;
-            self.mapped += len;
-            if let Some(range) = self.ranges.get_mut(&page.0) {
-                range.chunks.insert(offset, chunk);
-            }
+            self.keep_mapped(page, offset, chunk);
             return Ok(());
         };
         // The first error is the one reported. Undone as far as the driver
@@ -287,10 +284,7 @@ impl HipVmmStorage {
         if mapped {
             // SAFETY: the mapping made above; nothing used it (no access).
             if unsafe { vmm::unmap(address, len) }.is_err() {
-                self.mapped += len;
-                if let Some(range) = self.ranges.get_mut(&page.0) {
-                    range.chunks.insert(offset, chunk);
-                }
+                self.keep_mapped(page, offset, chunk);
                 return Err(e);
             }
         }
@@ -298,6 +292,15 @@ impl HipVmmStorage {
             self.orphans.push(chunk);
         }
         Err(e)
+    }
+
+    /// Books `chunk`, mapped at `offset` of the live range `page`, as a
+    /// chunk of that range (unmapped and released with it).
+    fn keep_mapped(&mut self, page: PageId, offset: u64, chunk: Chunk) {
+        self.mapped += chunk.size();
+        if let Some(range) = self.ranges.get_mut(&page.0) {
+            range.chunks.insert(offset, chunk);
+        }
     }
 
     /// Unmaps and releases the chunk committed at `offset` (`len` bytes) of

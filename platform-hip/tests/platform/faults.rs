@@ -76,9 +76,7 @@ fn setup() -> Result<(HipPlatform, HipVmmStorage, Faults), Skip> {
     // (the runtime's staging): taken here, before a test counts.
     let g = vmm.granularity();
     let page = vmm.reserve_range(g).unwrap();
-    vmm.commit(page, 0, g).unwrap();
-    holds_bytes(&platform, page, 0);
-    vmm.decommit(page, 0, g).unwrap();
+    commit_use_decommit(&platform, &mut vmm, page, 0, g);
     vmm.dealloc(page);
     vmm.flush().unwrap();
     Ok((platform, vmm, faults))
@@ -103,6 +101,20 @@ fn holds_bytes(platform: &HipPlatform, page: PageId, offset: u64) {
     );
 }
 
+/// Commits `len` bytes at `offset` of the reservation `page`, checks the
+/// chunk holds bytes, and decommits it: the offset works.
+fn commit_use_decommit(
+    platform: &HipPlatform,
+    vmm: &mut HipVmmStorage,
+    page: PageId,
+    offset: u64,
+    len: u64,
+) {
+    vmm.commit(page, offset, len).unwrap();
+    holds_bytes(platform, page, offset);
+    vmm.decommit(page, offset, len).unwrap();
+}
+
 /// A commit whose map, or whose access grant, the driver refuses: the
 /// error names the call and its kind, the chunk it created is released
 /// (the driver's used memory is back where it was), nothing stays mapped
@@ -123,9 +135,7 @@ pub fn a_refused_map_or_access_releases_the_chunk() -> Outcome {
         assert_eq!((e.call(), e.kind()), (call, kind), "{e}");
         assert_eq!(used(&platform), before, "{call}: the chunk was released");
         assert_eq!((vmm.live_bytes(), vmm.mapped_bytes()), (0, 0), "{call}");
-        vmm.commit(page, g, 2 * g).unwrap();
-        holds_bytes(&platform, page, g);
-        vmm.decommit(page, g, 2 * g).unwrap();
+        commit_use_decommit(&platform, &mut vmm, page, g, 2 * g);
         assert_eq!(used(&platform), before, "{call}");
     }
     vmm.dealloc(page);
@@ -150,9 +160,7 @@ pub fn a_mapping_that_will_not_go_is_released_with_its_range() -> Outcome {
     let e = vmm.commit(page, g, g).expect_err("over the stuck mapping");
     assert_eq!(e.kind(), ErrorKind::InvalidValue, "{e}");
     // The rest of the range works.
-    vmm.commit(page, 2 * g, g).unwrap();
-    holds_bytes(&platform, page, 2 * g);
-    vmm.decommit(page, 2 * g, g).unwrap();
+    commit_use_decommit(&platform, &mut vmm, page, 2 * g, g);
     vmm.dealloc(page);
     vmm.flush().unwrap();
     assert_eq!(used(&platform), before, "released with the range");
@@ -205,9 +213,7 @@ pub fn a_failed_release_is_retried_by_the_flush() -> Outcome {
     vmm.flush().unwrap();
     assert_eq!(used(&platform), before, "released by the flush");
     // The offset takes a new chunk.
-    vmm.commit(page, 0, g).unwrap();
-    holds_bytes(&platform, page, 0);
-    vmm.decommit(page, 0, g).unwrap();
+    commit_use_decommit(&platform, &mut vmm, page, 0, g);
 
     faults.fail_next("hipMemMap", OUT_OF_MEMORY);
     faults.fail_next("hipMemRelease", OUT_OF_MEMORY);
@@ -216,9 +222,7 @@ pub fn a_failed_release_is_retried_by_the_flush() -> Outcome {
     assert_eq!(used(&platform), before + g, "its chunk is not released yet");
     vmm.flush().unwrap();
     assert_eq!(used(&platform), before, "released by the flush");
-    vmm.commit(page, 0, g).unwrap();
-    holds_bytes(&platform, page, 0);
-    vmm.decommit(page, 0, g).unwrap();
+    commit_use_decommit(&platform, &mut vmm, page, 0, g);
     vmm.dealloc(page);
     vmm.flush().unwrap();
     assert_eq!(used(&platform), before);
