@@ -84,6 +84,7 @@ hipError_t hoc_ensure_context(void) {
 
 /* `image` is what hiprtcGetCode returned: NUL-terminated PTX. */
 HIP_API hipError_t hipModuleLoadData(hipModule_t *module, const void *image) {
+    HOC_FAULT("hipModuleLoadData");
     hipError_t e = hoc_ensure_context();
     if (e != hipSuccess) {
         return e;
@@ -92,6 +93,7 @@ HIP_API hipError_t hipModuleLoadData(hipModule_t *module, const void *image) {
 }
 
 HIP_API hipError_t hipModuleGetFunction(hipFunction_t *function, hipModule_t module, const char *name) {
+    HOC_FAULT("hipModuleGetFunction");
     hipError_t e = hoc_ensure_context();
     if (e != hipSuccess) {
         return e;
@@ -116,6 +118,7 @@ HIP_API hipError_t hipModuleUnload(hipModule_t module) {
 HIP_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gx, unsigned int gy, unsigned int gz,
                                          unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
                                          hipStream_t stream, void **params, void **extra) {
+    HOC_FAULT("hipModuleLaunchKernel");
     hipError_t e = hoc_ensure_context();
     if (e != hipSuccess) {
         return e;

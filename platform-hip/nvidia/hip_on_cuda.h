@@ -70,8 +70,18 @@ hipError_t hoc_ensure_context(void);
 int hoc_resolve_driver(const char *name, void **slot, hipError_t missing, hipError_t *status);
 
 /* The fault a test asked the next call of the entry point `call` to return
- * (hip_faults.c), or hipSuccess: checked first by every virtual-memory
- * entry point. */
+ * (hip_faults.c), or hipSuccess: checked first by every entry point listed
+ * there. */
 hipError_t hoc_fault(const char *call);
+
+/* Returns the fault a test asked this call for, if any, before the call
+ * reaches the driver. */
+#define HOC_FAULT(name)                                                                                         \
+    do {                                                                                                        \
+        hipError_t hoc_injected = hoc_fault(name);                                                              \
+        if (hoc_injected != hipSuccess) {                                                                       \
+            return hoc_injected;                                                                                \
+        }                                                                                                       \
+    } while (0)
 
 #endif

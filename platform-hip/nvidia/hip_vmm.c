@@ -24,14 +24,6 @@
 
 #define TR(call) hoc_from_cuda((int)(call))
 
-/* Returns the fault a test asked this call for, if any (hip_faults.c). */
-#define HOC_FAULT(name)                                                                                         \
-    do {                                                                                                        \
-        hipError_t hoc_injected = hoc_fault(name);                                                              \
-        if (hoc_injected != hipSuccess) {                                                                       \
-            return hoc_injected;                                                                                \
-        }                                                                                                       \
-    } while (0)
 
 /* HIP's numbers (bindings_60850.rs). */
 enum {

@@ -26,6 +26,8 @@
 //! - [`HipGraph`]: stream capture, instantiated and replayed.
 //! - [`HipError`]: every HIP status is checked and becomes a typed error
 //!   carrying the call's name, the status and its `hipGetErrorName` text.
+//! - [`faults`]: driver faults on demand where the runtime offers them (the
+//!   HIP-on-CUDA shim), for tests of failure paths on a real device.
 //!
 //! Every `unsafe` block of the project lives in this crate and carries a
 //! `SAFETY:` note.
@@ -44,6 +46,7 @@ mod device_storage;
 mod driver_pool;
 mod error;
 mod event;
+pub mod faults;
 mod graph;
 mod host_storage;
 mod idle_events;

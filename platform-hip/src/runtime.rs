@@ -163,7 +163,7 @@ fn has(lib: &Library, name: &str) -> bool {
 
 /// The first library the bindings would open for `name`, and its path; or
 /// every candidate with the loader's reason.
-fn open(name: &str) -> Result<(Library, String), String> {
+pub(crate) fn open(name: &str) -> Result<(Library, String), String> {
     let files = [
         format!("lib{name}.so"),
         format!("lib{name}.so.1"),

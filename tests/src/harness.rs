@@ -3,7 +3,7 @@
 use std::fmt;
 
 use streamcore::device::Device;
-use streamcore::platform::{LaunchDims, Platform};
+use streamcore::platform::{ErrorKind, LaunchDims, Platform};
 
 /// Why a scenario did not run on a platform.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +31,50 @@ pub enum Capability {
     /// Devices can be made on two different GPUs ([`Harness::device_on`]
     /// with ordinals 0 and 1), and driven from any thread.
     TwoDevices,
+    /// One call of the platform can be made to fail on demand
+    /// ([`Harness::fail_next`]): a rule of the fault injector on the mock,
+    /// the HIP-on-CUDA shim's fault switch on a real device.
+    InjectFaults,
+}
+
+/// A platform call a scenario can make fail once ([`Harness::fail_next`]).
+/// Each names one driver entry point on HIP and one fault site on the mock.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FaultCall {
+    /// Recording an event (`Platform::record`; `hipEventRecord`).
+    Record,
+    /// A stream waiting for an event (`Platform::wait`;
+    /// `hipStreamWaitEvent`).
+    Wait,
+    /// A host wait for an event (`Platform::synchronize`;
+    /// `hipEventSynchronize`).
+    Synchronize,
+    /// A copy from pinned host memory to the device
+    /// (`Platform::copy_to_device`; `hipMemcpyAsync`).
+    CopyToDevice,
+    /// A copy from the device to pinned host memory
+    /// (`Platform::copy_to_host`; `hipMemcpyAsync`).
+    CopyToHost,
+    /// A kernel launch (`Platform::launch`; `hipModuleLaunchKernel`).
+    Launch,
+    /// Loading a compiled kernel (`Platform::load_kernel`;
+    /// `hipModuleLoadData`).
+    LoadKernel,
+    /// Starting a capture (`Platform::begin_capture`;
+    /// `hipStreamBeginCapture`).
+    BeginCapture,
+    /// Ending a capture (`Platform::end_capture`; `hipStreamEndCapture`,
+    /// which ends the capture all the same and discards its graph).
+    EndCapture,
+    /// Replaying a graph (`Platform::launch_graph`; `hipGraphLaunch`).
+    LaunchGraph,
+    /// Device memory from the driver (`Storage::alloc`, `reserve` and
+    /// `commit` of a device storage; `hipMemCreate` over virtual memory,
+    /// else `hipMalloc`).
+    DeviceAlloc,
+    /// Pinned host memory (`Storage::alloc` of a host storage;
+    /// `hipHostMalloc`).
+    HostAlloc,
 }
 
 /// Launch geometry a real driver refuses: one block of 2048 threads, more
@@ -98,6 +142,28 @@ pub trait Harness {
 
     /// Checks after a scenario (the mock: no hazard was reported).
     fn finish(&self, device: &Device<Self::P>);
+
+    /// Makes the next `call` of `device`'s platform fail with `kind` (one
+    /// of `OutOfMemory`, `InvalidValue`, `Kernel`, `Other`: failures that
+    /// leave the device usable), once, without reaching the device; or why
+    /// the platform cannot ([`Capability::InjectFaults`]).
+    fn fail_next(
+        &self,
+        device: &Device<Self::P>,
+        call: FaultCall,
+        kind: ErrorKind,
+    ) -> Result<(), Skip> {
+        let _ = (device, call, kind);
+        Err(Skip(format!("{} cannot inject faults", self.name())))
+    }
+
+    /// How many injected faults calls have taken so far (on HIP in the
+    /// whole process), so a scenario can tell that the operation it meant
+    /// took the fault it asked for and left none pending.
+    fn faults_taken(&self, device: &Device<Self::P>) -> u64 {
+        let _ = device;
+        0
+    }
 }
 
 /// Runs `scenario` under `harness`. A skipped scenario prints a `SKIPPED`
@@ -151,6 +217,13 @@ macro_rules! for_each_scenario {
             bad_input_is_a_typed_error,
             two_devices_from_their_own_threads,
             threads_share_one_device,
+            refused_copies_are_typed_and_retried,
+            a_refused_launch_claims_its_outputs,
+            a_refused_cross_stream_wait_never_runs_unordered,
+            a_refused_host_wait_is_typed_and_the_next_settles,
+            refused_capture_calls_leave_the_stream_usable,
+            refused_memory_is_retried_or_typed,
+            a_refused_kernel_load_is_typed,
         }
     };
 }

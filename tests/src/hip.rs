@@ -9,9 +9,9 @@
 
 use streamcore::device::{Device, DeviceConfig};
 use streamcore::platform::{ErrorKind, PlatformError};
-use streamcore_hip::HipPlatform;
+use streamcore_hip::{HipPlatform, faults};
 
-use crate::harness::{Capability, Harness, Setup, Skip};
+use crate::harness::{Capability, FaultCall, Harness, Setup, Skip};
 
 /// Runs the suite on HIP device 0 (and device 1 where a scenario needs two).
 #[derive(Clone, Copy, Debug, Default)]
@@ -27,6 +27,7 @@ impl Harness for HipHarness {
     fn supports(&self, capability: Capability) -> bool {
         match capability {
             Capability::FailKernel | Capability::TwoDevices | Capability::SmallMemory => true,
+            Capability::InjectFaults => faults::available(),
             Capability::CountAllocations => false,
         }
     }
@@ -61,6 +62,49 @@ impl Harness for HipHarness {
 
     fn storage_allocations(&self, _: &Device<HipPlatform>) -> u64 {
         0
+    }
+
+    fn fail_next(
+        &self,
+        device: &Device<HipPlatform>,
+        call: FaultCall,
+        kind: ErrorKind,
+    ) -> Result<(), Skip> {
+        let entry = match call {
+            FaultCall::Record => "hipEventRecord",
+            FaultCall::Wait => "hipStreamWaitEvent",
+            FaultCall::Synchronize => "hipEventSynchronize",
+            FaultCall::CopyToDevice | FaultCall::CopyToHost => "hipMemcpyAsync",
+            FaultCall::Launch => "hipModuleLaunchKernel",
+            FaultCall::LoadKernel => "hipModuleLoadData",
+            FaultCall::BeginCapture => "hipStreamBeginCapture",
+            FaultCall::EndCapture => "hipStreamEndCapture",
+            FaultCall::LaunchGraph => "hipGraphLaunch",
+            FaultCall::DeviceAlloc if device.with_platform(|p| p.uses_virtual_memory()) => {
+                "hipMemCreate"
+            }
+            FaultCall::DeviceAlloc => "hipMalloc",
+            FaultCall::HostAlloc => "hipHostMalloc",
+        };
+        // HIP's statuses of each kind (`kind_of_hip_code`).
+        let status = match kind {
+            ErrorKind::OutOfMemory => 2,
+            ErrorKind::InvalidValue => 1,
+            // hipErrorLaunchOutOfResources
+            ErrorKind::Kernel => 701,
+            // hipErrorUnknown
+            ErrorKind::Other => 999,
+            other => panic!("no HIP status injects {other:?} and leaves the device usable"),
+        };
+        match faults::fail_next(entry, status) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotSupported => Err(Skip(e.to_string())),
+            Err(e) => panic!("the shim refused a fault for {entry}: {e}"),
+        }
+    }
+
+    fn faults_taken(&self, _: &Device<HipPlatform>) -> u64 {
+        faults::taken().unwrap_or(0)
     }
 
     fn finish(&self, device: &Device<HipPlatform>) {

@@ -3,10 +3,11 @@
 //! silent after every scenario.
 
 use streamcore::device::{Device, DeviceConfig};
-use streamcore_mock::fault::{FaultInjector, FaultPlan};
+use streamcore::platform::ErrorKind;
+use streamcore_mock::fault::{Effect, FaultInjector, FaultPlan, Rule, Site, Trigger};
 use streamcore_mock::{MockConfig, MockPlatform};
 
-use crate::harness::{Capability, Harness, Setup, Skip};
+use crate::harness::{Capability, FaultCall, Harness, Setup, Skip};
 use crate::kernels;
 
 /// The mock platform behind the fault injector.
@@ -70,5 +71,39 @@ impl Harness for MockHarness {
 
     fn finish(&self, device: &Device<MockP>) {
         device.with_platform(|p| p.inner().assert_no_hazards());
+    }
+
+    fn fail_next(
+        &self,
+        device: &Device<MockP>,
+        call: FaultCall,
+        kind: ErrorKind,
+    ) -> Result<(), Skip> {
+        let site = match call {
+            FaultCall::Record => Site::Record,
+            FaultCall::Wait => Site::Wait,
+            FaultCall::Synchronize => Site::Synchronize,
+            FaultCall::CopyToDevice => Site::CopyToDevice,
+            FaultCall::CopyToHost => Site::CopyToHost,
+            FaultCall::Launch => Site::Launch,
+            FaultCall::LoadKernel => Site::LoadKernel,
+            FaultCall::BeginCapture => Site::BeginCapture,
+            FaultCall::EndCapture => Site::EndCapture,
+            FaultCall::LaunchGraph => Site::LaunchGraph,
+            FaultCall::DeviceAlloc => Site::DeviceAlloc,
+            FaultCall::HostAlloc => Site::HostAlloc,
+        };
+        device.with_platform(|p| {
+            p.add_rule(Rule {
+                site,
+                trigger: Trigger::Nth(1),
+                effect: Effect::Fail(kind),
+            })
+        });
+        Ok(())
+    }
+
+    fn faults_taken(&self, device: &Device<MockP>) -> u64 {
+        device.with_platform(|p| p.injected().len() as u64)
     }
 }

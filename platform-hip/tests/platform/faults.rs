@@ -3,14 +3,14 @@
 //! driver's own count of used memory comes back to where it was), and the
 //! storage works on after it.
 //!
-//! The faults come from the HIP-on-CUDA shim (`hipOnCudaFailNext`: the
-//! next call of one entry point returns a status without reaching the
-//! driver); over a runtime without it (a real ROCm) these tests skip.
+//! The faults come from the HIP-on-CUDA shim through
+//! `streamcore_hip::faults` (the next call of one entry point returns a
+//! status without reaching the driver); over a runtime without it (a real
+//! ROCm) these tests skip.
 
-use libloading::Library;
 use streamcore::memory::{MemoryError, MemoryLayout, MemoryManager};
 use streamcore::platform::{DeviceRange, ErrorKind, PageId, Platform, PlatformError, Storage};
-use streamcore_hip::{HipPlatform, HipVmmStorage};
+use streamcore_hip::{HipPlatform, HipVmmStorage, faults};
 
 use crate::common::{platform_or_skip, round_trip};
 use crate::runner::{Outcome, Skip};
@@ -20,47 +20,24 @@ const OUT_OF_MEMORY: i32 = 2;
 /// HIP's invalid-value status.
 const INVALID_VALUE: i32 = 1;
 
-/// The shim's fault switch, from the runtime the platform loaded.
-struct Faults {
-    lib: Library,
-}
+/// The shim's fault switch (`streamcore_hip::faults`).
+struct Faults;
 
 impl Faults {
     /// The switch, or why these tests cannot run.
     fn open() -> Result<Self, Skip> {
-        let Some(root) = std::env::var_os("ROCM_PATH") else {
-            return Err(Skip("no ROCM_PATH: not the HIP-on-CUDA shim".into()));
-        };
-        let path = std::path::Path::new(&root).join("lib/libamdhip64.so");
-        // SAFETY: the platform loaded this library already (the same file
-        // through the same variable), so opening it again only takes one
-        // more reference; its initializers ran then.
-        let lib =
-            unsafe { Library::new(&path) }.map_err(|e| Skip(format!("{}: {e}", path.display())))?;
-        // SAFETY: only whether the symbol exists is asked here; its type is
-        // stated where it is called.
-        let has = unsafe { lib.get::<unsafe extern "C" fn()>(b"hipOnCudaFailNext\0") }.is_ok();
-        if !has {
-            return Err(Skip("the runtime injects no faults (not the shim)".into()));
+        if faults::available() {
+            Ok(Self)
+        } else {
+            Err(Skip("the runtime injects no faults (not the shim)".into()))
         }
-        Ok(Self { lib })
     }
 
     /// The next call of `call` returns `status`.
     fn fail_next(&self, call: &str, status: i32) {
-        let name = std::ffi::CString::new(call).unwrap();
-        // SAFETY: `hipOnCudaFailNext(const char *, int) -> int` in
-        // `nvidia/hip_faults.c`; `name` outlives the call.
-        let answer = unsafe {
-            let f = self
-                .lib
-                .get::<unsafe extern "C" fn(*const std::ffi::c_char, i32) -> i32>(
-                    b"hipOnCudaFailNext\0",
-                )
-                .unwrap();
-            f(name.as_ptr(), status)
-        };
-        assert_eq!(answer, 0, "the shim refused a fault for {call}");
+        if let Err(e) = faults::fail_next(call, status) {
+            panic!("the shim refused a fault for {call}: {e}");
+        }
     }
 }
 
@@ -320,5 +297,66 @@ pub fn a_pool_on_the_device_rides_out_refused_calls() -> Outcome {
     }
     drop(pool);
     assert_eq!(used(&platform), before, "the drop gave everything back");
+    Ok(())
+}
+
+/// The plain storages (`hipMalloc` for device pages, `hipHostMalloc` for
+/// pinned ones): a refused allocation is typed and holds nothing; a refused
+/// free keeps the page queued, and the next flush frees it (the driver's
+/// count of used device memory back where it was). The switch itself
+/// refuses what it cannot fault and counts the faults taken.
+pub fn plain_pages_ride_out_refused_calls() -> Outcome {
+    let (platform, _vmm, faults) = setup()?;
+    let before = used(&platform);
+    let taken = faults::taken().unwrap();
+    let mut dev = platform.malloc_storage();
+    faults.fail_next("hipMalloc", OUT_OF_MEMORY);
+    let e = dev.alloc(4 << 20).expect_err("no memory");
+    assert_eq!(
+        (e.call(), e.kind()),
+        ("hipMalloc", ErrorKind::OutOfMemory),
+        "{e}"
+    );
+    assert_eq!(
+        faults::taken().unwrap(),
+        taken + 1,
+        "the allocation took it"
+    );
+    assert_eq!((dev.live_bytes(), dev.pending_pages()), (0, 0));
+    let page = dev.alloc(4 << 20).unwrap();
+    holds_bytes(&platform, page, 4096);
+    dev.dealloc(page);
+    faults.fail_next("hipFree", INVALID_VALUE);
+    let e = dev.flush().expect_err("the free fails");
+    assert_eq!(e.call(), "hipFree", "{e}");
+    assert_eq!(dev.pending_pages(), 1, "kept for the next flush");
+    dev.flush().unwrap();
+    assert_eq!(dev.pending_pages(), 0);
+    assert_eq!(used(&platform), before, "the page went back to the driver");
+
+    let mut host = platform.host_storage().unwrap();
+    faults.fail_next("hipHostMalloc", OUT_OF_MEMORY);
+    let e = host.alloc(1 << 16).expect_err("no pinned memory");
+    assert_eq!(
+        (e.call(), e.kind()),
+        ("hipHostMalloc", ErrorKind::OutOfMemory),
+        "{e}"
+    );
+    let pinned = host.alloc(1 << 16).unwrap();
+    streamcore::platform::HostStorage::write(&mut host, pinned, 0, &[7; 64]).unwrap();
+    host.dealloc(pinned);
+    faults.fail_next("hipHostFree", INVALID_VALUE);
+    let e = host.flush().expect_err("the free fails");
+    assert_eq!(e.call(), "hipHostFree", "{e}");
+    host.flush().unwrap();
+    assert_eq!(faults::taken().unwrap(), taken + 4);
+
+    for (call, status) in [("hipNoSuchCall", INVALID_VALUE), ("hipMalloc", 0)] {
+        let e = faults::fail_next(call, status).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidValue, "{call} {status}: {e}");
+    }
+    let e = faults::fail_next("hip\0Malloc", INVALID_VALUE).expect_err("a NUL byte");
+    assert_eq!(e.kind(), ErrorKind::InvalidValue, "{e}");
+    assert_eq!(faults::taken().unwrap(), taken + 4, "nothing more pending");
     Ok(())
 }

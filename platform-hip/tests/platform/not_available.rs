@@ -4,7 +4,7 @@
 //! caches its answer for the life of a process.
 
 use streamcore::platform::PlatformError;
-use streamcore_hip::HipPlatform;
+use streamcore_hip::{HipPlatform, faults};
 
 use crate::common::{reports, run_child};
 use crate::runner::{Outcome, Skip};
@@ -23,6 +23,11 @@ pub fn child_constructor_without_runtime() -> Outcome {
             println!("CHILD-REPORT display {e}");
         }
     }
+    // Without a runtime there is no fault switch either: a typed refusal.
+    if let Err(e) = faults::fail_next("hipMalloc", 2) {
+        println!("CHILD-REPORT faults kind={:?}", e.kind());
+    }
+    println!("CHILD-REPORT faults available={}", faults::available());
     Ok(())
 }
 
@@ -55,6 +60,12 @@ pub fn constructor_without_runtime_is_not_available() -> Outcome {
             .iter()
             .any(|l| l.starts_with("display ") && l.contains("NotAvailable"))
     );
+    for want in ["faults kind=NotSupported", "faults available=false"] {
+        assert!(
+            lines.iter().any(|l| l == want),
+            "{want}: child said {lines:?}"
+        );
+    }
     Ok(())
 }
 

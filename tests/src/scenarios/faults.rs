@@ -1,0 +1,345 @@
+//! Driver calls that fail, one at a time, on the mock and on a real device
+//! alike ([`Harness::fail_next`]): each failure is a typed error of the
+//! kind the platform answered, nothing is lost or left half done, and the
+//! device works on after it (the same operation succeeds when tried
+//! again, and the bytes are the right ones).
+
+use streamcore::device::{Device, Launched};
+use streamcore::error::Error;
+use streamcore::memory::MemoryError;
+use streamcore::platform::{Capabilities, ErrorKind, PlatformError};
+
+use super::{S0, S1, load, need, queued, read_words};
+use crate::harness::{Capability, FaultCall, Harness, Setup, Skip};
+use crate::kernels::{self, bytes, dims};
+
+/// The platform's classification of the failure `e` reports, if it reports
+/// one.
+fn kind_of<E: PlatformError>(e: &Error<E>) -> Option<ErrorKind> {
+    match e {
+        Error::Platform { source, .. } => Some(source.kind()),
+        Error::Failed { kind, .. } => Some(*kind),
+        Error::Memory(MemoryError::Storage { source, .. }) => Some(source.kind()),
+        _ => None,
+    }
+}
+
+/// Asserts that `r` failed with a platform failure of `kind`.
+fn fails_with<T: std::fmt::Debug, E: PlatformError>(
+    r: Result<T, Error<E>>,
+    kind: ErrorKind,
+    what: &str,
+) {
+    match r {
+        Err(e) => assert_eq!(kind_of(&e), Some(kind), "{what}: {e:?}"),
+        Ok(v) => panic!("{what}: succeeded ({v:?}) although the platform call failed"),
+    }
+}
+
+/// Runs `op` with the next `call` failing with `kind`, and checks that `op`
+/// took that fault (none is left pending for a later call).
+fn struck<H: Harness, T>(
+    h: &H,
+    d: &Device<H::P>,
+    call: FaultCall,
+    kind: ErrorKind,
+    op: impl FnOnce() -> T,
+) -> Result<T, Skip> {
+    let before = h.faults_taken(d);
+    h.fail_next(d, call, kind)?;
+    let out = op();
+    assert_eq!(
+        h.faults_taken(d),
+        before + 1,
+        "{call:?}: the operation did not take the fault"
+    );
+    Ok(out)
+}
+
+/// Checks that nothing is left behind once the scenario dropped its
+/// buffers and graphs.
+fn settled<H: Harness>(h: &H, d: &Device<H::P>) {
+    d.sync_all().unwrap();
+    let census = d.census();
+    assert_eq!((census.buffers, census.graphs), (0, 0), "{census:?}");
+    h.finish(d);
+}
+
+/// A refused copy, each way: the upload, write or read fails with the
+/// platform's kind, and the same call then succeeds with the right bytes.
+pub fn refused_copies_are_typed_and_retried<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::InjectFaults)?;
+    let d = h.device(&Setup::streams(1))?;
+    let n = 1024usize;
+    let data: Vec<u32> = (0..n as u32).map(|i| i * 3 + 1).collect();
+
+    let r = struck(h, &d, FaultCall::CopyToDevice, ErrorKind::Other, || {
+        d.upload(S0, &bytes(&data))
+    })?;
+    fails_with(r, ErrorKind::Other, "upload");
+    let b = d.upload(S0, &bytes(&data)).unwrap();
+    assert_eq!(read_words(&d, S0, &b), data);
+
+    let other: Vec<u32> = data.iter().map(|x| x ^ 0xffff).collect();
+    let r = struck(h, &d, FaultCall::CopyToDevice, ErrorKind::Other, || {
+        d.write(S0, &b, &bytes(&other))
+    })?;
+    fails_with(r, ErrorKind::Other, "write");
+    d.write(S0, &b, &bytes(&other)).unwrap();
+    assert_eq!(read_words(&d, S0, &b), other);
+
+    let r = struck(h, &d, FaultCall::CopyToHost, ErrorKind::Other, || {
+        d.read(S0, &b)
+    })?;
+    fails_with(r, ErrorKind::Other, "read");
+    assert_eq!(read_words(&d, S0, &b), other, "the next read");
+    drop(b);
+    settled(h, &d);
+    Ok(())
+}
+
+/// A launch the platform refuses: its outputs are claimed by the failure
+/// (a read is refused with the report), unrelated work runs on, and a
+/// launch that rewrites the outputs clears the claim.
+pub fn a_refused_launch_claims_its_outputs<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::InjectFaults)?;
+    let d = h.device(&Setup::streams(1))?;
+    let (fill, scale) = (load(&d, &kernels::FILL), load(&d, &kernels::SCALE));
+    let n = 256usize;
+    let [a, b] = [0; 2].map(|_| d.alloc(S0, 4 * n as u64).unwrap());
+    for kind in [ErrorKind::Kernel, ErrorKind::Other] {
+        let err = struck(h, &d, FaultCall::Launch, kind, || {
+            d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 7])
+        })?
+        .unwrap_err();
+        let Error::Failed {
+            failure, kind: got, ..
+        } = err
+        else {
+            panic!("a refused launch is a failure that claims its outputs: {err:?}")
+        };
+        assert_eq!(got, kind);
+        assert_eq!(d.failure_of(&a), Some(failure));
+        assert_eq!(
+            d.launch(S0, scale, dims(n), &[a.read(), b.write()], &[n as u64, 2])
+                .unwrap(),
+            Launched::Skipped(failure),
+            "work reading the claimed bytes is skipped"
+        );
+        assert!(matches!(d.read(S0, &b), Err(Error::Tainted(_))));
+        queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 7]));
+        queued(d.launch(S0, scale, dims(n), &[a.read(), b.write()], &[n as u64, 2]));
+        assert_eq!(read_words(&d, S0, &b), vec![14; n]);
+        assert_eq!(d.census().failures, 0, "the failure claims nothing more");
+    }
+    drop((a, b));
+    settled(h, &d);
+    Ok(())
+}
+
+/// The event a cross-stream read needs cannot be recorded, or the wait
+/// cannot be queued: the launch is refused (it never runs unordered), and
+/// the same launch then waits and reads what the other stream wrote.
+pub fn a_refused_cross_stream_wait_never_runs_unordered<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::InjectFaults)?;
+    let d = h.device(&Setup::streams(2))?;
+    let (fill, scale) = (load(&d, &kernels::FILL), load(&d, &kernels::SCALE));
+    let n = 4096usize;
+    for (round, call) in [FaultCall::Record, FaultCall::Wait].into_iter().enumerate() {
+        let value = 10 + round as u64;
+        let produced = d.alloc(S1, 4 * n as u64).unwrap();
+        let out = d.alloc(S0, 4 * n as u64).unwrap();
+        queued(d.launch(S1, fill, dims(n), &[produced.write()], &[n as u64, value]));
+        let refused = struck(h, &d, call, ErrorKind::Other, || {
+            d.launch(
+                S0,
+                scale,
+                dims(n),
+                &[produced.read(), out.write()],
+                &[n as u64, 3],
+            )
+        })?;
+        match refused {
+            Err(e) => assert_eq!(kind_of(&e), Some(ErrorKind::Other), "{call:?}: {e:?}"),
+            Ok(r) => panic!("{call:?} failed, yet the launch answered {r:?}"),
+        }
+        queued(d.launch(
+            S0,
+            scale,
+            dims(n),
+            &[produced.read(), out.write()],
+            &[n as u64, 3],
+        ));
+        assert_eq!(
+            read_words(&d, S0, &out),
+            vec![3 * value as u32; n],
+            "{call:?}"
+        );
+        drop((produced, out));
+    }
+    settled(h, &d);
+    Ok(())
+}
+
+/// A host wait the platform refuses, in `sync` and in `read`: typed, and
+/// the next one settles the stream and reads the right bytes.
+pub fn a_refused_host_wait_is_typed_and_the_next_settles<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::InjectFaults)?;
+    let d = h.device(&Setup::streams(1))?;
+    let fill = load(&d, &kernels::FILL);
+    let n = 1 << 16;
+    let a = d.alloc(S0, 4 * n as u64).unwrap();
+    queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 4]));
+    let r = struck(h, &d, FaultCall::Synchronize, ErrorKind::Other, || {
+        d.sync(S0)
+    })?;
+    fails_with(r, ErrorKind::Other, "sync");
+    d.sync(S0).unwrap();
+    queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 5]));
+    let r = struck(h, &d, FaultCall::Synchronize, ErrorKind::Other, || {
+        d.read(S0, &a)
+    })?;
+    fails_with(r, ErrorKind::Other, "read");
+    assert_eq!(read_words(&d, S0, &a), vec![5; n]);
+    drop(a);
+    settled(h, &d);
+    Ok(())
+}
+
+/// Capture calls the platform refuses: a refused begin leaves the stream
+/// running eagerly, a refused end leaves it out of the capture with nothing
+/// pinned by the lost graph, a refused replay is typed and the next one
+/// runs.
+pub fn refused_capture_calls_leave_the_stream_usable<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::InjectFaults)?;
+    let d = h.device(&Setup::streams(1))?;
+    if !d.capabilities().contains(Capabilities::GRAPH_CAPTURE) {
+        return Err(Skip("the platform declares no graph capture".into()));
+    }
+    let (fill, scale) = (load(&d, &kernels::FILL), load(&d, &kernels::SCALE));
+    let n = 512usize;
+    let x = d.upload(S0, &bytes(&vec![2u32; n])).unwrap();
+    let out = d.alloc(S0, 4 * n as u64).unwrap();
+    let body = |d: &Device<H::P>, factor: u64| {
+        let tmp = d.alloc(S0, 4 * n as u64).unwrap();
+        queued(d.launch(
+            S0,
+            scale,
+            dims(n),
+            &[x.read(), tmp.write()],
+            &[n as u64, factor],
+        ));
+        queued(d.launch(
+            S0,
+            scale,
+            dims(n),
+            &[tmp.read(), out.write()],
+            &[n as u64, 1],
+        ));
+    };
+    d.sync(S0).unwrap();
+    d.prepare(S0).unwrap();
+    body(&d, 3);
+    assert_eq!(read_words(&d, S0, &out), vec![6; n], "warm-up");
+
+    let r = struck(h, &d, FaultCall::BeginCapture, ErrorKind::Other, || {
+        d.begin_capture(S0)
+    })?;
+    fails_with(r, ErrorKind::Other, "begin_capture");
+    body(&d, 4);
+    assert_eq!(
+        read_words(&d, S0, &out),
+        vec![8; n],
+        "runs eagerly after a refused begin"
+    );
+
+    d.prepare(S0).unwrap();
+    body(&d, 5);
+    d.begin_capture(S0).unwrap();
+    body(&d, 5);
+    let r = struck(h, &d, FaultCall::EndCapture, ErrorKind::Other, || {
+        d.end_capture(S0)
+    })?;
+    fails_with(r, ErrorKind::Other, "end_capture");
+    queued(d.launch(S0, fill, dims(n), &[out.write()], &[n as u64, 1]));
+    assert_eq!(
+        read_words(&d, S0, &out),
+        vec![1; n],
+        "runs eagerly after a refused end"
+    );
+
+    d.prepare(S0).unwrap();
+    body(&d, 6);
+    d.begin_capture(S0).unwrap();
+    body(&d, 6);
+    let graph = d.end_capture(S0).unwrap();
+    queued(d.launch(S0, fill, dims(n), &[out.write()], &[n as u64, 0]));
+    let r = struck(h, &d, FaultCall::LaunchGraph, ErrorKind::Other, || {
+        d.replay(&graph)
+    })?;
+    fails_with(r, ErrorKind::Other, "replay");
+    assert_eq!(d.replay(&graph).unwrap(), Launched::Queued);
+    assert_eq!(
+        read_words(&d, S0, &out),
+        vec![12; n],
+        "the next replay runs"
+    );
+    drop(graph);
+    drop((x, out));
+    settled(h, &d);
+    Ok(())
+}
+
+/// Memory the platform refuses: out of memory once is retried and served;
+/// another refusal is a typed storage error, and the next allocation
+/// works. The same for the pinned staging memory an upload needs.
+pub fn refused_memory_is_retried_or_typed<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::InjectFaults)?;
+    let d = h.device(&Setup::streams(1))?;
+    let fill = load(&d, &kernels::FILL);
+    let n = 3 << 18;
+    let a = struck(
+        h,
+        &d,
+        FaultCall::DeviceAlloc,
+        ErrorKind::OutOfMemory,
+        || d.alloc(S0, 4 * n as u64),
+    )?
+    .expect("out of memory once: retried");
+    queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 9]));
+    assert_eq!(read_words(&d, S0, &a), vec![9; n]);
+
+    let r = struck(h, &d, FaultCall::DeviceAlloc, ErrorKind::Other, || {
+        d.alloc(S0, 64 << 20)
+    })?;
+    fails_with(r, ErrorKind::Other, "alloc");
+    let b = d.alloc(S0, 64 << 20).unwrap();
+
+    let data: Vec<u32> = (0..(1u32 << 20)).collect();
+    let c = struck(h, &d, FaultCall::HostAlloc, ErrorKind::OutOfMemory, || {
+        d.upload(S0, &bytes(&data))
+    })?
+    .expect("staging out of memory once: retried");
+    assert_eq!(read_words(&d, S0, &c), data);
+    drop((a, b, c));
+    settled(h, &d);
+    Ok(())
+}
+
+/// A kernel the platform cannot load: typed, and loading it again works.
+pub fn a_refused_kernel_load_is_typed<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::InjectFaults)?;
+    let d = h.device(&Setup::streams(1))?;
+    let r = struck(h, &d, FaultCall::LoadKernel, ErrorKind::Kernel, || {
+        d.load_kernel(&kernels::FILL)
+    })?;
+    fails_with(r, ErrorKind::Kernel, "load_kernel");
+    let fill = load(&d, &kernels::FILL);
+    let n = 64usize;
+    let a = d.alloc(S0, 4 * n as u64).unwrap();
+    queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 3]));
+    assert_eq!(read_words(&d, S0, &a), vec![3; n]);
+    drop(a);
+    settled(h, &d);
+    Ok(())
+}
