@@ -224,6 +224,8 @@ macro_rules! for_each_scenario {
             refused_capture_calls_leave_the_stream_usable,
             refused_memory_is_retried_or_typed,
             a_refused_kernel_load_is_typed,
+            a_refused_fence_keeps_staging_busy,
+            a_refused_info_upload_is_not_cached,
         }
     };
 }

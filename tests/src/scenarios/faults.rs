@@ -343,3 +343,67 @@ pub fn a_refused_kernel_load_is_typed<H: Harness>(h: &H) -> Result<(), Skip> {
     settled(h, &d);
     Ok(())
 }
+
+/// The fence a read waits for cannot be recorded: the read is refused, and
+/// the staging bytes its copy may still be filling are handed to no other
+/// copy, on its stream or another, until a later fence passes (the hazard
+/// checker watches on the mock; the bytes read back are checked on both).
+pub fn a_refused_fence_keeps_staging_busy<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::InjectFaults)?;
+    let d = h.device(&Setup::streams(2))?;
+    let n = 1 << 16;
+    let data =
+        |seed: u32| -> Vec<u32> { (0..n as u32).map(|i| i.wrapping_mul(seed) ^ seed).collect() };
+    let b = d.upload(S0, &bytes(&data(1))).unwrap();
+    d.sync_all().unwrap();
+    for round in 0..2u32 {
+        let r = struck(h, &d, FaultCall::Record, ErrorKind::Other, || {
+            d.read(S0, &b)
+        })?;
+        fails_with(r, ErrorKind::Other, "read");
+        let on_s1 = d.upload(S1, &bytes(&data(10 + round))).unwrap();
+        let on_s0 = d.upload(S0, &bytes(&data(20 + round))).unwrap();
+        assert_eq!(read_words(&d, S1, &on_s1), data(10 + round));
+        assert_eq!(read_words(&d, S0, &on_s0), data(20 + round));
+        assert_eq!(read_words(&d, S0, &b), data(1));
+    }
+    drop(b);
+    settled(h, &d);
+    Ok(())
+}
+
+/// A launch whose info words cannot be uploaded (the copy into the info
+/// cache is refused): the launch is refused, and the same words on the
+/// next launch are uploaded then, never served from an entry whose upload
+/// failed.
+pub fn a_refused_info_upload_is_not_cached<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::InjectFaults)?;
+    let d = h.device(&Setup::streams(1))?;
+    let fill = load(&d, &kernels::FILL);
+    let n = 1024usize;
+    let a = d.alloc(S0, 4 * n as u64).unwrap();
+    // Settle the stream, so the info upload is the next copy.
+    queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 1]));
+    assert_eq!(read_words(&d, S0, &a), vec![1; n]);
+    for value in [0x51u64, 0x52] {
+        let r = struck(h, &d, FaultCall::CopyToDevice, ErrorKind::Other, || {
+            d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, value])
+        })?;
+        match r {
+            Err(e) => assert_eq!(kind_of(&e), Some(ErrorKind::Other), "{e:?}"),
+            Ok(l) => panic!("the info words were not uploaded, yet the launch answered {l:?}"),
+        }
+        queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, value]));
+        assert_eq!(read_words(&d, S0, &a), vec![value as u32; n]);
+        queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 1]));
+        queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, value]));
+        assert_eq!(
+            read_words(&d, S0, &a),
+            vec![value as u32; n],
+            "served again"
+        );
+    }
+    drop(a);
+    settled(h, &d);
+    Ok(())
+}

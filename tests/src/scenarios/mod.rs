@@ -14,10 +14,11 @@ use crate::kernels::{self, bytes, dims, words};
 mod faults;
 mod threads;
 pub use faults::{
-    a_refused_cross_stream_wait_never_runs_unordered,
-    a_refused_host_wait_is_typed_and_the_next_settles, a_refused_kernel_load_is_typed,
-    a_refused_launch_claims_its_outputs, refused_capture_calls_leave_the_stream_usable,
-    refused_copies_are_typed_and_retried, refused_memory_is_retried_or_typed,
+    a_refused_cross_stream_wait_never_runs_unordered, a_refused_fence_keeps_staging_busy,
+    a_refused_host_wait_is_typed_and_the_next_settles, a_refused_info_upload_is_not_cached,
+    a_refused_kernel_load_is_typed, a_refused_launch_claims_its_outputs,
+    refused_capture_calls_leave_the_stream_usable, refused_copies_are_typed_and_retried,
+    refused_memory_is_retried_or_typed,
 };
 pub use threads::{threads_share_one_device, two_devices_from_their_own_threads};
 
