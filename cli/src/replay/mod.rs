@@ -13,6 +13,7 @@ mod plot;
 mod progress;
 mod svg_file;
 
+use std::ffi::OsString;
 use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -159,7 +160,7 @@ pub struct ReplayArgs {
     /// Pool layout: a preset (balanced, exclusive-pages, sliced) or a
     /// layout file (JSON; its format is below, under --help).
     #[arg(long, value_name = "PRESET|FILE", default_value = "balanced")]
-    pub layout: String,
+    pub layout: OsString,
 
     /// Write a plot of reserved and live bytes over the trace, with the
     /// recorded run's (PyTorch's) peaks as reference lines. SVG only: FILE

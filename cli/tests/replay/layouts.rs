@@ -226,3 +226,28 @@ fn a_page_budget_past_32_bits_is_named_as_given() {
     );
     assert!(!text(&out.stderr).contains("4294967295"));
 }
+
+/// A layout file whose path is not UTF-8 (a Linux file name may hold any
+/// bytes but `/` and NUL) is read like any other; a missing one is named
+/// with its unreadable bytes replaced.
+#[cfg(unix)]
+#[test]
+fn a_layout_path_need_not_be_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("layouts-bytes");
+    let file = dir.join(std::ffi::OsStr::from_bytes(b"lay\xffout.json"));
+    std::fs::write(&file, r#"{"preset": "sliced"}"#).unwrap();
+    let t = trace("two_stream_pipeline");
+    let out = replay(&[&"--json", &"--layout", &file, &t]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v = &json_lines(&out)[0];
+    assert_eq!(
+        v.get("layout").and_then(Value::as_str),
+        Some(file.to_string_lossy().as_ref())
+    );
+    let missing = dir.join(std::ffi::OsStr::from_bytes(b"gone\xfe.json"));
+    assert_bad_argument(
+        &replay(&[&"--layout", &missing, &t]),
+        &["gone\u{fffd}.json: no such preset or file"],
+    );
+}

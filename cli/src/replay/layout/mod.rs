@@ -30,6 +30,7 @@ mod file;
 mod policy;
 mod values;
 
+use std::ffi::OsStr;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
@@ -131,17 +132,23 @@ impl fmt::Display for LayoutArgError {
 impl std::error::Error for LayoutArgError {}
 
 /// Resolves `--layout`: a preset name first, else a file.
-pub fn choose(given: &str, props: &DeviceProperties) -> Result<ChosenLayout, LayoutArgError> {
-    if let Some(preset) = preset_named(given) {
+/// A file's path need not be UTF-8: it is shown with its unreadable bytes
+/// replaced.
+pub fn choose(
+    given: impl AsRef<OsStr>,
+    props: &DeviceProperties,
+) -> Result<ChosenLayout, LayoutArgError> {
+    let given = given.as_ref();
+    if let Some(preset) = given.to_str().and_then(preset_named) {
         return Ok(ChosenLayout {
-            name: given.to_owned(),
+            name: given.to_string_lossy().into_owned(),
             layout: MemoryLayout::preset(preset, props),
         });
     }
     let path = Path::new(given);
     let text = read_layout_file(path).map_err(|e| match e {
         None => LayoutArgError::Unknown {
-            given: given.to_owned(),
+            given: given.to_string_lossy().into_owned(),
         },
         Some(why) => LayoutArgError::Read {
             path: path.to_path_buf(),
@@ -164,7 +171,7 @@ pub fn choose(given: &str, props: &DeviceProperties) -> Result<ChosenLayout, Lay
         mismatch,
     })?;
     Ok(ChosenLayout {
-        name: given.to_owned(),
+        name: given.to_string_lossy().into_owned(),
         layout,
     })
 }
@@ -179,7 +186,10 @@ pub fn choose(given: &str, props: &DeviceProperties) -> Result<ChosenLayout, Lay
 /// valid on any device, a file's pools only depend on the alignment. So
 /// what this refuses, [`choose`] would refuse too, and what it accepts only
 /// the device check can still refuse.
-pub fn check_without_device(given: &str, alignment: u64) -> Result<(), LayoutArgError> {
+pub fn check_without_device(
+    given: impl AsRef<OsStr>,
+    alignment: u64,
+) -> Result<(), LayoutArgError> {
     // Memory unknown (0: no limit) and pages as large as layouts allow.
     let any_size = DeviceProperties {
         total_memory: 0,
