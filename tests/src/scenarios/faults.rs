@@ -7,7 +7,7 @@
 use streamcore::device::{Device, Launched};
 use streamcore::error::Error;
 use streamcore::memory::MemoryError;
-use streamcore::platform::{Capabilities, ErrorKind, PlatformError};
+use streamcore::platform::{Capabilities, ErrorKind, Platform, PlatformError};
 
 use super::{S0, S1, load, need, queued, read_words};
 use crate::harness::{Capability, FaultCall, Harness, Setup, Skip};
@@ -21,18 +21,6 @@ fn kind_of<E: PlatformError>(e: &Error<E>) -> Option<ErrorKind> {
         Error::Failed { kind, .. } => Some(*kind),
         Error::Memory(MemoryError::Storage { source, .. }) => Some(source.kind()),
         _ => None,
-    }
-}
-
-/// Asserts that `r` failed with a platform failure of `kind`.
-fn fails_with<T: std::fmt::Debug, E: PlatformError>(
-    r: Result<T, Error<E>>,
-    kind: ErrorKind,
-    what: &str,
-) {
-    match r {
-        Err(e) => assert_eq!(kind_of(&e), Some(kind), "{what}: {e:?}"),
-        Ok(v) => panic!("{what}: succeeded ({v:?}) although the platform call failed"),
     }
 }
 
@@ -56,6 +44,23 @@ fn struck<H: Harness, T>(
     Ok(out)
 }
 
+/// Runs `op` (`what`) with the next `call` failing with `kind`: it takes the
+/// fault and fails with a platform failure of that kind.
+fn refused<H: Harness, T: std::fmt::Debug>(
+    h: &H,
+    d: &Device<H::P>,
+    call: FaultCall,
+    kind: ErrorKind,
+    what: &str,
+    op: impl FnOnce() -> Result<T, Error<<H::P as Platform>::Error>>,
+) -> Result<(), Skip> {
+    match struck(h, d, call, kind, op)? {
+        Err(e) => assert_eq!(kind_of(&e), Some(kind), "{what} ({call:?}): {e:?}"),
+        Ok(v) => panic!("{what}: answered {v:?} although {call:?} failed"),
+    }
+    Ok(())
+}
+
 /// Checks that nothing is left behind once the scenario dropped its
 /// buffers and graphs.
 fn settled<H: Harness>(h: &H, d: &Device<H::P>) {
@@ -73,25 +78,37 @@ pub fn refused_copies_are_typed_and_retried<H: Harness>(h: &H) -> Result<(), Ski
     let n = 1024usize;
     let data: Vec<u32> = (0..n as u32).map(|i| i * 3 + 1).collect();
 
-    let r = struck(h, &d, FaultCall::CopyToDevice, ErrorKind::Other, || {
-        d.upload(S0, &bytes(&data))
-    })?;
-    fails_with(r, ErrorKind::Other, "upload");
+    refused(
+        h,
+        &d,
+        FaultCall::CopyToDevice,
+        ErrorKind::Other,
+        "upload",
+        || d.upload(S0, &bytes(&data)),
+    )?;
     let b = d.upload(S0, &bytes(&data)).unwrap();
     assert_eq!(read_words(&d, S0, &b), data);
 
     let other: Vec<u32> = data.iter().map(|x| x ^ 0xffff).collect();
-    let r = struck(h, &d, FaultCall::CopyToDevice, ErrorKind::Other, || {
-        d.write(S0, &b, &bytes(&other))
-    })?;
-    fails_with(r, ErrorKind::Other, "write");
+    refused(
+        h,
+        &d,
+        FaultCall::CopyToDevice,
+        ErrorKind::Other,
+        "write",
+        || d.write(S0, &b, &bytes(&other)),
+    )?;
     d.write(S0, &b, &bytes(&other)).unwrap();
     assert_eq!(read_words(&d, S0, &b), other);
 
-    let r = struck(h, &d, FaultCall::CopyToHost, ErrorKind::Other, || {
-        d.read(S0, &b)
-    })?;
-    fails_with(r, ErrorKind::Other, "read");
+    refused(
+        h,
+        &d,
+        FaultCall::CopyToHost,
+        ErrorKind::Other,
+        "read",
+        || d.read(S0, &b),
+    )?;
     assert_eq!(read_words(&d, S0, &b), other, "the next read");
     drop(b);
     settled(h, &d);
@@ -150,7 +167,7 @@ pub fn a_refused_cross_stream_wait_never_runs_unordered<H: Harness>(h: &H) -> Re
         let produced = d.alloc(S1, 4 * n as u64).unwrap();
         let out = d.alloc(S0, 4 * n as u64).unwrap();
         queued(d.launch(S1, fill, dims(n), &[produced.write()], &[n as u64, value]));
-        let refused = struck(h, &d, call, ErrorKind::Other, || {
+        refused(h, &d, call, ErrorKind::Other, "the launch", || {
             d.launch(
                 S0,
                 scale,
@@ -159,10 +176,6 @@ pub fn a_refused_cross_stream_wait_never_runs_unordered<H: Harness>(h: &H) -> Re
                 &[n as u64, 3],
             )
         })?;
-        match refused {
-            Err(e) => assert_eq!(kind_of(&e), Some(ErrorKind::Other), "{call:?}: {e:?}"),
-            Ok(r) => panic!("{call:?} failed, yet the launch answered {r:?}"),
-        }
         queued(d.launch(
             S0,
             scale,
@@ -190,16 +203,24 @@ pub fn a_refused_host_wait_is_typed_and_the_next_settles<H: Harness>(h: &H) -> R
     let n = 1 << 16;
     let a = d.alloc(S0, 4 * n as u64).unwrap();
     queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 4]));
-    let r = struck(h, &d, FaultCall::Synchronize, ErrorKind::Other, || {
-        d.sync(S0)
-    })?;
-    fails_with(r, ErrorKind::Other, "sync");
+    refused(
+        h,
+        &d,
+        FaultCall::Synchronize,
+        ErrorKind::Other,
+        "sync",
+        || d.sync(S0),
+    )?;
     d.sync(S0).unwrap();
     queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 5]));
-    let r = struck(h, &d, FaultCall::Synchronize, ErrorKind::Other, || {
-        d.read(S0, &a)
-    })?;
-    fails_with(r, ErrorKind::Other, "read");
+    refused(
+        h,
+        &d,
+        FaultCall::Synchronize,
+        ErrorKind::Other,
+        "read",
+        || d.read(S0, &a),
+    )?;
     assert_eq!(read_words(&d, S0, &a), vec![5; n]);
     drop(a);
     settled(h, &d);
@@ -242,10 +263,14 @@ pub fn refused_capture_calls_leave_the_stream_usable<H: Harness>(h: &H) -> Resul
     body(&d, 3);
     assert_eq!(read_words(&d, S0, &out), vec![6; n], "warm-up");
 
-    let r = struck(h, &d, FaultCall::BeginCapture, ErrorKind::Other, || {
-        d.begin_capture(S0)
-    })?;
-    fails_with(r, ErrorKind::Other, "begin_capture");
+    refused(
+        h,
+        &d,
+        FaultCall::BeginCapture,
+        ErrorKind::Other,
+        "begin_capture",
+        || d.begin_capture(S0),
+    )?;
     body(&d, 4);
     assert_eq!(
         read_words(&d, S0, &out),
@@ -257,10 +282,14 @@ pub fn refused_capture_calls_leave_the_stream_usable<H: Harness>(h: &H) -> Resul
     body(&d, 5);
     d.begin_capture(S0).unwrap();
     body(&d, 5);
-    let r = struck(h, &d, FaultCall::EndCapture, ErrorKind::Other, || {
-        d.end_capture(S0)
-    })?;
-    fails_with(r, ErrorKind::Other, "end_capture");
+    refused(
+        h,
+        &d,
+        FaultCall::EndCapture,
+        ErrorKind::Other,
+        "end_capture",
+        || d.end_capture(S0),
+    )?;
     queued(d.launch(S0, fill, dims(n), &[out.write()], &[n as u64, 1]));
     assert_eq!(
         read_words(&d, S0, &out),
@@ -274,10 +303,14 @@ pub fn refused_capture_calls_leave_the_stream_usable<H: Harness>(h: &H) -> Resul
     body(&d, 6);
     let graph = d.end_capture(S0).unwrap();
     queued(d.launch(S0, fill, dims(n), &[out.write()], &[n as u64, 0]));
-    let r = struck(h, &d, FaultCall::LaunchGraph, ErrorKind::Other, || {
-        d.replay(&graph)
-    })?;
-    fails_with(r, ErrorKind::Other, "replay");
+    refused(
+        h,
+        &d,
+        FaultCall::LaunchGraph,
+        ErrorKind::Other,
+        "replay",
+        || d.replay(&graph),
+    )?;
     assert_eq!(d.replay(&graph).unwrap(), Launched::Queued);
     assert_eq!(
         read_words(&d, S0, &out),
@@ -309,10 +342,14 @@ pub fn refused_memory_is_retried_or_typed<H: Harness>(h: &H) -> Result<(), Skip>
     queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 9]));
     assert_eq!(read_words(&d, S0, &a), vec![9; n]);
 
-    let r = struck(h, &d, FaultCall::DeviceAlloc, ErrorKind::Other, || {
-        d.alloc(S0, 64 << 20)
-    })?;
-    fails_with(r, ErrorKind::Other, "alloc");
+    refused(
+        h,
+        &d,
+        FaultCall::DeviceAlloc,
+        ErrorKind::Other,
+        "alloc",
+        || d.alloc(S0, 64 << 20),
+    )?;
     let b = d.alloc(S0, 64 << 20).unwrap();
 
     let data: Vec<u32> = (0..(1u32 << 20)).collect();
@@ -330,10 +367,14 @@ pub fn refused_memory_is_retried_or_typed<H: Harness>(h: &H) -> Result<(), Skip>
 pub fn a_refused_kernel_load_is_typed<H: Harness>(h: &H) -> Result<(), Skip> {
     need(h, Capability::InjectFaults)?;
     let d = h.device(&Setup::streams(1))?;
-    let r = struck(h, &d, FaultCall::LoadKernel, ErrorKind::Kernel, || {
-        d.load_kernel(&kernels::FILL)
-    })?;
-    fails_with(r, ErrorKind::Kernel, "load_kernel");
+    refused(
+        h,
+        &d,
+        FaultCall::LoadKernel,
+        ErrorKind::Kernel,
+        "load_kernel",
+        || d.load_kernel(&kernels::FILL),
+    )?;
     let fill = load(&d, &kernels::FILL);
     let n = 64usize;
     let a = d.alloc(S0, 4 * n as u64).unwrap();
@@ -357,10 +398,9 @@ pub fn a_refused_fence_keeps_staging_busy<H: Harness>(h: &H) -> Result<(), Skip>
     let b = d.upload(S0, &bytes(&data(1))).unwrap();
     d.sync_all().unwrap();
     for round in 0..2u32 {
-        let r = struck(h, &d, FaultCall::Record, ErrorKind::Other, || {
+        refused(h, &d, FaultCall::Record, ErrorKind::Other, "read", || {
             d.read(S0, &b)
         })?;
-        fails_with(r, ErrorKind::Other, "read");
         let on_s1 = d.upload(S1, &bytes(&data(10 + round))).unwrap();
         let on_s0 = d.upload(S0, &bytes(&data(20 + round))).unwrap();
         assert_eq!(read_words(&d, S1, &on_s1), data(10 + round));
@@ -386,13 +426,14 @@ pub fn a_refused_info_upload_is_not_cached<H: Harness>(h: &H) -> Result<(), Skip
     queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 1]));
     assert_eq!(read_words(&d, S0, &a), vec![1; n]);
     for value in [0x51u64, 0x52] {
-        let r = struck(h, &d, FaultCall::CopyToDevice, ErrorKind::Other, || {
-            d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, value])
-        })?;
-        match r {
-            Err(e) => assert_eq!(kind_of(&e), Some(ErrorKind::Other), "{e:?}"),
-            Ok(l) => panic!("the info words were not uploaded, yet the launch answered {l:?}"),
-        }
+        refused(
+            h,
+            &d,
+            FaultCall::CopyToDevice,
+            ErrorKind::Other,
+            "the launch",
+            || d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, value]),
+        )?;
         queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, value]));
         assert_eq!(read_words(&d, S0, &a), vec![value as u32; n]);
         queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 1]));
