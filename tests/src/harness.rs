@@ -75,6 +75,9 @@ pub enum FaultCall {
     /// Pinned host memory (`Storage::alloc` of a host storage;
     /// `hipHostMalloc`).
     HostAlloc,
+    /// Making a stream (`Platform::create_stream_for`, when the device
+    /// first uses one; `hipStreamCreateWithFlags`).
+    CreateStream,
 }
 
 /// Launch geometry a real driver refuses: one block of 2048 threads, more
@@ -226,6 +229,7 @@ macro_rules! for_each_scenario {
             a_refused_kernel_load_is_typed,
             a_refused_fence_keeps_staging_busy,
             a_refused_info_upload_is_not_cached,
+            a_stream_the_platform_cannot_make_is_made_on_the_next_use,
         }
     };
 }

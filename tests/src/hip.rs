@@ -85,6 +85,7 @@ impl Harness for HipHarness {
             }
             FaultCall::DeviceAlloc => "hipMalloc",
             FaultCall::HostAlloc => "hipHostMalloc",
+            FaultCall::CreateStream => "hipStreamCreateWithFlags",
         };
         // HIP's statuses of each kind (`kind_of_hip_code`).
         let status = match kind {

@@ -92,6 +92,7 @@ impl Harness for MockHarness {
             FaultCall::LaunchGraph => Site::LaunchGraph,
             FaultCall::DeviceAlloc => Site::DeviceAlloc,
             FaultCall::HostAlloc => Site::HostAlloc,
+            FaultCall::CreateStream => Site::CreateStream,
         };
         device.with_platform(|p| {
             p.add_rule(Rule {

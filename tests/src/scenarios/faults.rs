@@ -448,3 +448,32 @@ pub fn a_refused_info_upload_is_not_cached<H: Harness>(h: &H) -> Result<(), Skip
     settled(h, &d);
     Ok(())
 }
+
+/// A stream the platform cannot make (the device makes each when it first
+/// uses it): that use is refused, typed, and the next one makes the stream,
+/// which then works with the others.
+pub fn a_stream_the_platform_cannot_make_is_made_on_the_next_use<H: Harness>(
+    h: &H,
+) -> Result<(), Skip> {
+    need(h, Capability::InjectFaults)?;
+    let d = h.device(&Setup::streams(2))?;
+    let (fill, scale) = (load(&d, &kernels::FILL), load(&d, &kernels::SCALE));
+    let n = 512usize;
+    let a = d.alloc(S0, 4 * n as u64).unwrap();
+    queued(d.launch(S0, fill, dims(n), &[a.write()], &[n as u64, 6]));
+    refused(
+        h,
+        &d,
+        FaultCall::CreateStream,
+        ErrorKind::Other,
+        "stream 1's first use",
+        || d.alloc(S1, 4 * n as u64),
+    )?;
+    let b = d.alloc(S1, 4 * n as u64).unwrap();
+    queued(d.launch(S1, scale, dims(n), &[a.read(), b.write()], &[n as u64, 2]));
+    assert_eq!(read_words(&d, S1, &b), vec![12; n]);
+    assert_eq!(read_words(&d, S0, &a), vec![6; n]);
+    drop((a, b));
+    settled(h, &d);
+    Ok(())
+}
