@@ -160,6 +160,13 @@ pub trait Harness {
         Err(Skip(format!("{} cannot inject faults", self.name())))
     }
 
+    /// Bytes of device 0's memory in use, as its driver counts them (every
+    /// process's), where the harness can read them: [`run_all`] checks
+    /// that a scenario gives back what it took.
+    fn device_memory_in_use(&self) -> Option<u64> {
+        None
+    }
+
     /// How many injected faults calls have taken so far (on HIP in the
     /// whole process), so a scenario can tell that the operation it meant
     /// took the fault it asked for and left none pending.
@@ -234,18 +241,38 @@ macro_rules! for_each_scenario {
     };
 }
 
+/// What a scenario may leave of the device's memory in use once its device
+/// is gone: less than the smallest page a storage takes from the driver
+/// above its packing limit (2 MiB), so a leaked page shows.
+pub const LEFT_IN_USE_SLACK: u64 = 1 << 20;
+
 /// Runs every scenario under `harness` in turn, printing one line each
 /// (`ok`, `FAILED`, `SKIPPED: why`) and the closing line
 /// `NAME: N passed, N failed, N skipped`. Returns whether none failed.
+///
+/// Where the harness reads the device's memory in use
+/// ([`Harness::device_memory_in_use`]), a scenario that leaves more than
+/// [`LEFT_IN_USE_SLACK`] of it in use once its devices are dropped fails,
+/// saying how much (the first scenario is exempt: the runtime keeps what
+/// its first use of the device sets up).
 pub fn run_all<H>(harness: &H) -> bool
 where
     H: Harness + Sync,
     Device<H::P>: Send + Sync,
 {
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
-    for (name, scenario) in all::<H>() {
+    for (i, (name, scenario)) in all::<H>().into_iter().enumerate() {
+        let before = harness.device_memory_in_use();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| scenario(harness)));
+        let left = match (before, harness.device_memory_in_use()) {
+            (Some(b), Some(a)) if i > 0 => a.saturating_sub(b),
+            _ => 0,
+        };
         match outcome {
+            Ok(Ok(())) if left > LEFT_IN_USE_SLACK => {
+                failed += 1;
+                println!("scenario {name} ... FAILED: {left} B more device memory in use after it");
+            }
             Ok(Ok(())) => {
                 passed += 1;
                 println!("scenario {name} ... ok");

@@ -104,6 +104,11 @@ impl Harness for HipHarness {
         }
     }
 
+    fn device_memory_in_use(&self) -> Option<u64> {
+        let platform = HipPlatform::with_device(0).ok()?;
+        Some(platform.memory_info().ok()?.used())
+    }
+
     fn faults_taken(&self, _: &Device<HipPlatform>) -> u64 {
         faults::taken().unwrap_or(0)
     }
