@@ -237,6 +237,7 @@ macro_rules! for_each_scenario {
             a_refused_fence_keeps_staging_busy,
             a_refused_info_upload_is_not_cached,
             a_stream_the_platform_cannot_make_is_made_on_the_next_use,
+            a_refused_poll_keeps_its_frees_for_the_next,
         }
     };
 }

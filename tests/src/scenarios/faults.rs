@@ -477,3 +477,34 @@ pub fn a_stream_the_platform_cannot_make_is_made_on_the_next_use<H: Harness>(
     settled(h, &d);
     Ok(())
 }
+
+/// `poll` whose fence cannot be recorded (the fence that tells when a
+/// buffer another stream still read may go): typed, the free stays held,
+/// the next poll works, and syncing releases it.
+pub fn a_refused_poll_keeps_its_frees_for_the_next<H: Harness>(h: &H) -> Result<(), Skip> {
+    need(h, Capability::InjectFaults)?;
+    let d = h.device(&Setup::streams(2))?;
+    let (fill, scale) = (load(&d, &kernels::FILL), load(&d, &kernels::SCALE));
+    let n = 1 << 16;
+    let held = |d: &Device<H::P>| {
+        let c = d.census();
+        c.deferred + c.cross_pins
+    };
+    let a = d.alloc(S1, 4 * n as u64).unwrap();
+    let b = d.alloc(S0, 4 * n as u64).unwrap();
+    queued(d.launch(S1, fill, dims(n), &[a.write()], &[n as u64, 1]));
+    queued(d.launch(S0, scale, dims(n), &[a.read(), b.write()], &[n as u64, 2]));
+    drop(a);
+    assert!(held(&d) > 0, "stream 0's read pins the free");
+    refused(h, &d, FaultCall::Record, ErrorKind::Other, "poll", || {
+        d.poll()
+    })?;
+    assert!(held(&d) > 0, "the free is still held");
+    d.poll().unwrap();
+    d.sync_all().unwrap();
+    assert_eq!(held(&d), 0, "released once the streams are synced");
+    assert_eq!(read_words(&d, S0, &b), vec![2; n]);
+    drop(b);
+    settled(h, &d);
+    Ok(())
+}

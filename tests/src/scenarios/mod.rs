@@ -17,6 +17,7 @@ pub use faults::{
     a_refused_cross_stream_wait_never_runs_unordered, a_refused_fence_keeps_staging_busy,
     a_refused_host_wait_is_typed_and_the_next_settles, a_refused_info_upload_is_not_cached,
     a_refused_kernel_load_is_typed, a_refused_launch_claims_its_outputs,
+    a_refused_poll_keeps_its_frees_for_the_next,
     a_stream_the_platform_cannot_make_is_made_on_the_next_use,
     refused_capture_calls_leave_the_stream_usable, refused_copies_are_typed_and_retried,
     refused_memory_is_retried_or_typed,
