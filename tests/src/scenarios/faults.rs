@@ -65,8 +65,12 @@ fn refused<H: Harness, T: std::fmt::Debug>(
 /// buffers and graphs.
 fn settled<H: Harness>(h: &H, d: &Device<H::P>) {
     d.sync_all().unwrap();
-    let census = d.census();
-    assert_eq!((census.buffers, census.graphs), (0, 0), "{census:?}");
+    let c = d.census();
+    assert_eq!(
+        (c.buffers, c.graphs, c.deferred, c.cross_pins, c.failures),
+        (0, 0, 0, 0, 0),
+        "{c:?}"
+    );
     h.finish(d);
 }
 
@@ -116,8 +120,8 @@ pub fn refused_copies_are_typed_and_retried<H: Harness>(h: &H) -> Result<(), Ski
 }
 
 /// A launch the platform refuses: its outputs are claimed by the failure
-/// (a read is refused with the report), unrelated work runs on, and a
-/// launch that rewrites the outputs clears the claim.
+/// (work reading them is skipped, a read is refused with the report), and
+/// a launch that rewrites them clears the claim.
 pub fn a_refused_launch_claims_its_outputs<H: Harness>(h: &H) -> Result<(), Skip> {
     need(h, Capability::InjectFaults)?;
     let d = h.device(&Setup::streams(1))?;
@@ -278,6 +282,10 @@ pub fn refused_capture_calls_leave_the_stream_usable<H: Harness>(h: &H) -> Resul
         "runs eagerly after a refused begin"
     );
 
+    // What the stream holds outside any window; the window's buffer is
+    // 4n bytes, and a few info words are all that may be added.
+    d.sync(S0).unwrap();
+    let outside = d.census().live_bytes;
     d.prepare(S0).unwrap();
     body(&d, 5);
     d.begin_capture(S0).unwrap();
@@ -290,6 +298,12 @@ pub fn refused_capture_calls_leave_the_stream_usable<H: Harness>(h: &H) -> Resul
         "end_capture",
         || d.end_capture(S0),
     )?;
+    d.sync(S0).unwrap();
+    let after = d.census().live_bytes;
+    assert!(
+        after < outside + 2 * n as u64,
+        "nothing stays pinned for the graph that was not made: {after} B live, {outside} B before"
+    );
     queued(d.launch(S0, fill, dims(n), &[out.write()], &[n as u64, 1]));
     assert_eq!(
         read_words(&d, S0, &out),
