@@ -19,6 +19,8 @@ use crate::runner::{Outcome, Skip};
 const OUT_OF_MEMORY: i32 = 2;
 /// HIP's invalid-value status.
 const INVALID_VALUE: i32 = 1;
+/// `hipErrorUnknown`, a status of kind `Other`.
+const UNKNOWN: i32 = 999;
 
 /// The shim's fault switch (`streamcore_hip::faults`).
 struct Faults;
@@ -358,5 +360,70 @@ pub fn plain_pages_ride_out_refused_calls() -> Outcome {
     let e = faults::fail_next("hip\0Malloc", INVALID_VALUE).expect_err("a NUL byte");
     assert_eq!(e.kind(), ErrorKind::InvalidValue, "{e}");
     assert_eq!(faults::taken().unwrap(), taken + 4, "nothing more pending");
+    Ok(())
+}
+
+/// The platform's own calls, each refused once by the driver: streams,
+/// events (record, wait, query, synchronize) and copies answer a typed
+/// error naming the call, and the next call works (a refused copy moved
+/// nothing the next one does not write).
+pub fn streams_events_and_copies_ride_out_refused_calls() -> Outcome {
+    let (platform, _vmm, faults) = setup()?;
+    let refused = |e: streamcore_hip::HipError, call: &str| {
+        assert_eq!((e.call(), e.kind()), (call, ErrorKind::Other), "{e}");
+    };
+    faults.fail_next("hipStreamCreateWithFlags", UNKNOWN);
+    refused(
+        platform.create_stream().expect_err("refused"),
+        "hipStreamCreateWithFlags",
+    );
+    let mut stream = platform.create_stream().unwrap();
+    let mut other = platform.create_stream().unwrap();
+
+    faults.fail_next("hipEventRecord", UNKNOWN);
+    refused(
+        platform.record(&mut stream).expect_err("refused"),
+        "hipEventRecord",
+    );
+    let event = platform.record(&mut stream).unwrap();
+    faults.fail_next("hipStreamWaitEvent", UNKNOWN);
+    refused(
+        platform.wait(&mut other, &event).expect_err("refused"),
+        "hipStreamWaitEvent",
+    );
+    platform.wait(&mut other, &event).unwrap();
+    faults.fail_next("hipEventQuery", UNKNOWN);
+    refused(
+        platform.query(&event).expect_err("refused"),
+        "hipEventQuery",
+    );
+    faults.fail_next("hipEventSynchronize", UNKNOWN);
+    refused(
+        platform.synchronize(&event).expect_err("refused"),
+        "hipEventSynchronize",
+    );
+    platform.synchronize(&event).unwrap();
+    assert!(platform.query(&event).unwrap());
+
+    // A refused copy moves nothing; the next one does.
+    let mut device = platform.malloc_storage();
+    let page = device.alloc(1 << 16).unwrap();
+    let at = DeviceRange {
+        page,
+        offset: 0,
+        len: 4096,
+    };
+    let mut host = platform.host_storage().unwrap();
+    let src = crate::common::host_page(&mut host, &[0xab; 4096]);
+    faults.fail_next("hipMemcpyAsync", UNKNOWN);
+    refused(
+        platform
+            .copy_to_device(&mut stream, crate::common::host_range(src, 0, 4096), at)
+            .expect_err("refused"),
+        "hipMemcpyAsync",
+    );
+    holds_bytes(&platform, page, 0);
+    device.dealloc(page);
+    device.flush().unwrap();
     Ok(())
 }

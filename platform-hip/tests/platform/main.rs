@@ -55,6 +55,7 @@ fn main() -> std::process::ExitCode {
         faults::a_failed_address_free_is_retried_by_the_flush,
         faults::a_pool_on_the_device_rides_out_refused_calls,
         faults::plain_pages_ride_out_refused_calls,
+        faults::streams_events_and_copies_ride_out_refused_calls,
         sticky::sticky_error_stays_in_the_child,
         bounds::device_ranges_outside_live_device_pages_are_refused,
         bounds::launches_pass_exactly_the_declared_bindings,
