@@ -365,8 +365,7 @@ pub fn plain_pages_ride_out_refused_calls() -> Outcome {
 
 /// The platform's own calls, each refused once by the driver: streams,
 /// events (record, wait, query, synchronize) and copies answer a typed
-/// error naming the call, and the next call works (a refused copy moved
-/// nothing the next one does not write).
+/// error naming the call, and the next call works.
 pub fn streams_events_and_copies_ride_out_refused_calls() -> Outcome {
     let (platform, _vmm, faults) = setup()?;
     let refused = |e: streamcore_hip::HipError, call: &str| {
