@@ -23,6 +23,7 @@ fn main() -> std::process::ExitCode {
         not_available::error_kind_is_what_the_core_matches_on,
         not_available::a_runtime_lacking_entry_points_is_a_typed_error,
         not_available::a_runtime_that_cannot_be_loaded_says_why,
+        not_available::a_runtime_with_a_fault_switch_is_driven_through_it,
         not_available::device_tests_without_runtime_count_as_skipped,
         smoke::properties_come_from_the_driver,
         smoke::events_pass_and_stay_passed,

@@ -23,10 +23,19 @@ pub fn child_constructor_without_runtime() -> Outcome {
             println!("CHILD-REPORT display {e}");
         }
     }
-    // Without a runtime there is no fault switch either: a typed refusal.
-    if let Err(e) = faults::fail_next("hipMalloc", 2) {
-        println!("CHILD-REPORT faults kind={:?}", e.kind());
+    // The fault switch, where the runtime has one (the shim), else a
+    // typed refusal.
+    match faults::fail_next("hipMalloc", 2) {
+        Ok(()) => println!("CHILD-REPORT faults armed"),
+        Err(e) => println!("CHILD-REPORT faults kind={:?}", e.kind()),
     }
+    if let Err(e) = faults::fail_next("hipNoSuchCall", 2) {
+        println!("CHILD-REPORT faults refused kind={:?}", e.kind());
+    }
+    if let Err(e) = faults::fail_next("hip\0Malloc", 2) {
+        println!("CHILD-REPORT faults nul kind={:?}", e.kind());
+    }
+    println!("CHILD-REPORT faults taken={:?}", faults::taken().ok());
     println!("CHILD-REPORT faults available={}", faults::available());
     Ok(())
 }
@@ -60,7 +69,12 @@ pub fn constructor_without_runtime_is_not_available() -> Outcome {
             .iter()
             .any(|l| l.starts_with("display ") && l.contains("NotAvailable"))
     );
-    for want in ["faults kind=NotSupported", "faults available=false"] {
+    for want in [
+        "faults kind=NotSupported",
+        "faults refused kind=NotSupported",
+        "faults taken=None",
+        "faults available=false",
+    ] {
         assert!(
             lines.iter().any(|l| l == want),
             "{want}: child said {lines:?}"
@@ -152,6 +166,41 @@ pub fn a_runtime_lacking_entry_points_is_a_typed_error() -> Outcome {
                 .iter()
                 .any(|l| l.starts_with("display ") && l.contains("lacks") && l.contains(named)),
             "{tag}: the error should name the missing {named}: {lines:?}"
+        );
+    }
+    Ok(())
+}
+
+/// A runtime with the shim's fault switch (a stub of its two functions):
+/// `streamcore_hip::faults` finds it, passes the call and status through,
+/// turns the switch's refusal and a name with a NUL byte into typed
+/// `InvalidValue` errors, and reads its count.
+pub fn a_runtime_with_a_fault_switch_is_driven_through_it() -> Outcome {
+    let stub = "static unsigned long long taken;\n\
+        static int same(const char *a, const char *b) {\n\
+            while (*a && *a == *b) { a++; b++; }\n\
+            return *a == *b;\n\
+        }\n\
+        int hipOnCudaFailNext(const char *call, int status) {\n\
+            if (status != 2 || !same(call, \"hipMalloc\")) return -1;\n\
+            taken += 7;\n\
+            return 0;\n\
+        }\n\
+        unsigned long long hipOnCudaFaultsTaken(void) { return taken; }\n";
+    let Some(root) = fake_runtime("fault-switch", Some(stub)) else {
+        return Err(Skip("no C compiler (`cc`) to build a fake runtime".into()));
+    };
+    let lines = constructor_with(&root);
+    for want in [
+        "faults armed",
+        "faults refused kind=InvalidValue",
+        "faults nul kind=InvalidValue",
+        "faults taken=Some(7)",
+        "faults available=true",
+    ] {
+        assert!(
+            lines.iter().any(|l| l == want),
+            "{want}: child said {lines:?}"
         );
     }
     Ok(())
