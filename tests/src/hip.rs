@@ -4,8 +4,11 @@
 //! than two devices. Kernel failures are real: the failing kernel is
 //! launched with more threads per block than any device allows, which the
 //! driver refuses without harming the context. A small memory is made by
-//! filling the device with ballast first. HIP cannot count storage
-//! allocations; hazards are the mock's job.
+//! filling the device with ballast first. Faults on demand come from the
+//! shim's fault switch (`streamcore_hip::faults`; over a runtime without
+//! one the fault scenarios skip). Every scenario must give back the device
+//! memory it took (`run_all`). HIP cannot count storage allocations;
+//! hazards are the mock's job.
 
 use streamcore::device::{Device, DeviceConfig};
 use streamcore::platform::{ErrorKind, PlatformError};
