@@ -10,7 +10,7 @@
 
 use streamcore::memory::{MemoryError, MemoryLayout, MemoryManager};
 use streamcore::platform::{DeviceRange, ErrorKind, PageId, Platform, PlatformError, Storage};
-use streamcore_hip::{HipPlatform, HipVmmStorage, faults};
+use streamcore_hip::{HipError, HipPlatform, HipVmmStorage, faults};
 
 use crate::common::{platform_or_skip, round_trip};
 use crate::runner::{Outcome, Skip};
@@ -59,6 +59,11 @@ fn setup() -> Result<(HipPlatform, HipVmmStorage, Faults), Skip> {
     vmm.dealloc(page);
     vmm.flush().unwrap();
     Ok((platform, vmm, faults))
+}
+
+/// Asserts that `e` names `call` and is of `kind`.
+fn refused_by(e: &HipError, call: &str, kind: ErrorKind) {
+    assert_eq!((e.call(), e.kind()), (call, kind), "{e}");
 }
 
 /// Device memory in use, as the driver counts it.
@@ -111,7 +116,7 @@ pub fn a_refused_map_or_access_releases_the_chunk() -> Outcome {
     ] {
         faults.fail_next(call, status);
         let e = vmm.commit(page, g, 2 * g).expect_err(call);
-        assert_eq!((e.call(), e.kind()), (call, kind), "{e}");
+        refused_by(&e, call, kind);
         assert_eq!(used(&platform), before, "{call}: the chunk was released");
         assert_eq!((vmm.live_bytes(), vmm.mapped_bytes()), (0, 0), "{call}");
         commit_use_decommit(&platform, &mut vmm, page, g, 2 * g);
@@ -228,11 +233,7 @@ pub fn a_failed_address_free_is_retried_by_the_flush() -> Outcome {
     faults.fail_next("hipMemCreate", OUT_OF_MEMORY);
     faults.fail_next("hipMemAddressFree", INVALID_VALUE);
     let e = vmm.alloc(4 * g).expect_err("no memory for the page");
-    assert_eq!(
-        (e.call(), e.kind()),
-        ("hipMemCreate", ErrorKind::OutOfMemory),
-        "{e}"
-    );
+    refused_by(&e, "hipMemCreate", ErrorKind::OutOfMemory);
     assert_eq!(vmm.pending_pages(), 1, "its range waits for the flush");
     vmm.flush().unwrap();
     assert_eq!(vmm.pending_pages(), 0);
@@ -314,11 +315,7 @@ pub fn plain_pages_ride_out_refused_calls() -> Outcome {
     let mut dev = platform.malloc_storage();
     faults.fail_next("hipMalloc", OUT_OF_MEMORY);
     let e = dev.alloc(4 << 20).expect_err("no memory");
-    assert_eq!(
-        (e.call(), e.kind()),
-        ("hipMalloc", ErrorKind::OutOfMemory),
-        "{e}"
-    );
+    refused_by(&e, "hipMalloc", ErrorKind::OutOfMemory);
     assert_eq!(
         faults::taken().unwrap(),
         taken + 1,
@@ -339,11 +336,7 @@ pub fn plain_pages_ride_out_refused_calls() -> Outcome {
     let mut host = platform.host_storage().unwrap();
     faults.fail_next("hipHostMalloc", OUT_OF_MEMORY);
     let e = host.alloc(1 << 16).expect_err("no pinned memory");
-    assert_eq!(
-        (e.call(), e.kind()),
-        ("hipHostMalloc", ErrorKind::OutOfMemory),
-        "{e}"
-    );
+    refused_by(&e, "hipHostMalloc", ErrorKind::OutOfMemory);
     let pinned = host.alloc(1 << 16).unwrap();
     streamcore::platform::HostStorage::write(&mut host, pinned, 0, &[7; 64]).unwrap();
     host.dealloc(pinned);
@@ -368,9 +361,7 @@ pub fn plain_pages_ride_out_refused_calls() -> Outcome {
 /// error naming the call, and the next call works.
 pub fn streams_events_and_copies_ride_out_refused_calls() -> Outcome {
     let (platform, _vmm, faults) = setup()?;
-    let refused = |e: streamcore_hip::HipError, call: &str| {
-        assert_eq!((e.call(), e.kind()), (call, ErrorKind::Other), "{e}");
-    };
+    let refused = |e: HipError, call: &str| refused_by(&e, call, ErrorKind::Other);
     faults.fail_next("hipStreamCreateWithFlags", UNKNOWN);
     refused(
         platform.create_stream().expect_err("refused"),

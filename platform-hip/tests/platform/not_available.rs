@@ -69,17 +69,15 @@ pub fn constructor_without_runtime_is_not_available() -> Outcome {
             .iter()
             .any(|l| l.starts_with("display ") && l.contains("NotAvailable"))
     );
-    for want in [
-        "faults kind=NotSupported",
-        "faults refused kind=NotSupported",
-        "faults taken=None",
-        "faults available=false",
-    ] {
-        assert!(
-            lines.iter().any(|l| l == want),
-            "{want}: child said {lines:?}"
-        );
-    }
+    assert_reported(
+        &lines,
+        &[
+            "faults kind=NotSupported",
+            "faults refused kind=NotSupported",
+            "faults taken=None",
+            "faults available=false",
+        ],
+    );
     Ok(())
 }
 
@@ -116,6 +114,16 @@ fn fake_runtime(tag: &str, source: Option<&str>) -> Option<std::path::PathBuf> {
         }
     }
     Some(root)
+}
+
+/// Asserts that the child reported each of `wanted`, as a whole line.
+fn assert_reported(lines: &[String], wanted: &[&str]) {
+    for want in wanted {
+        assert!(
+            lines.iter().any(|l| l == want),
+            "{want}: child said {lines:?}"
+        );
+    }
 }
 
 /// The child's report lines with `ROCM_PATH` at `root`.
@@ -191,18 +199,16 @@ pub fn a_runtime_with_a_fault_switch_is_driven_through_it() -> Outcome {
         return Err(Skip("no C compiler (`cc`) to build a fake runtime".into()));
     };
     let lines = constructor_with(&root);
-    for want in [
-        "faults armed",
-        "faults refused kind=InvalidValue",
-        "faults nul kind=InvalidValue",
-        "faults taken=Some(7)",
-        "faults available=true",
-    ] {
-        assert!(
-            lines.iter().any(|l| l == want),
-            "{want}: child said {lines:?}"
-        );
-    }
+    assert_reported(
+        &lines,
+        &[
+            "faults armed",
+            "faults refused kind=InvalidValue",
+            "faults nul kind=InvalidValue",
+            "faults taken=Some(7)",
+            "faults available=true",
+        ],
+    );
     Ok(())
 }
 
