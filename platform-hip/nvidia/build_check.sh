@@ -33,7 +33,7 @@ for w in "$work"/wheels/nvidia_cuda_*.whl; do
     unzip -q -o "$w" 'nvidia/*/include/*' 'nvidia/*/lib/*' -d "$work/unpacked" 2>/dev/null || true
 done
 for part in cuda_runtime cuda_nvcc cuda_nvrtc; do
-    [[ -d "$work/unpacked/nvidia/$part/include" ]] && cp -r "$work/unpacked/nvidia/$part/include/." "$cuda/include/"
+    cp -r "$work/unpacked/nvidia/$part/include/." "$cuda/include/"
 done
 cp "$work/unpacked/nvidia/cuda_runtime/lib/libcudart.so.12" "$work/unpacked/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" \
     "$cuda/lib64/"
