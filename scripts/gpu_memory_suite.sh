@@ -29,8 +29,10 @@
 # and the six real workloads of tests/real, and writes unseen and heldout),
 # RUNS (timed passes per allocator, default 5), SKIP_TORCH=1,
 # SKIP_CALIBRATE=1, SKIP_TESTS=1; RECORD=1 first records the real workloads of
-# scripts/record_workloads.py into DIR/tests/real (replayed with the others
-# when TRACES is not given; a failed recording is reported and the rest runs).
+# scripts/record_workloads.py into DIR/tests/real, RECORD=held-out its second
+# set (held out from every policy choice) into DIR/tests/real_held_out
+# (replayed with the others when TRACES is not given, and counted as their
+# own set in the summary; a failed recording is reported and the rest runs).
 # A set whose folder is missing is left out; no trace at all: exit 2.
 set -uo pipefail
 
@@ -60,10 +62,15 @@ for l in sys.stdin:
     cp -r platform-hip/nvidia "$dest/platform-hip/nvidia"
     rm -rf "$dest/platform-hip/nvidia/build" "$dest/platform-hip/nvidia/logs"
     cp scripts/gpu_memory_suite.sh scripts/torch_replay.py scripts/record_workloads.py \
-        scripts/torch_snapshot_to_trace.py scripts/script_io.py "$dest/scripts/"
+        scripts/held_out_workloads.py scripts/torch_snapshot_to_trace.py scripts/script_io.py \
+        "$dest/scripts/"
     cp tests/traces/*.jsonl.gz "$dest/tests/traces/"
     mkdir -p "$dest/tests/real"
     cp tests/real/*.jsonl.gz "$dest/tests/real/"
+    if compgen -G "tests/real_held_out/*.jsonl.gz" >/dev/null; then
+        mkdir -p "$dest/tests/real_held_out"
+        cp tests/real_held_out/*.jsonl.gz "$dest/tests/real_held_out/"
+    fi
     rm -rf "$dest/tests/unseen" "$dest/tests/heldout" "$dest/tests/fresh"
     cargo run --release -q -p streamcore-mock --example write_workloads -- "$dest/tests/unseen"
     cargo run --release -q -p streamcore-mock --example write_workloads -- "$dest/tests/heldout" --held-out
@@ -81,11 +88,17 @@ bin="$root/bin"
 nvidia="$root/platform-hip/nvidia"
 shim="${SHIM_DIR:-/tmp/hip-on-cuda}"
 runs="${RUNS:-5}"
-if [[ "${RECORD:-0}" == 1 ]]; then
+record="${RECORD:-0}"
+if [[ "$record" == 1 || "$record" == held-out ]]; then
     # Before the traces are listed, so that the new ones are among them.
-    mkdir -p "$root/tests/real"
-    echo "== record: $root/scripts/record_workloads.py $root/tests/real" | tee "$logs/record.log"
-    python3 "$root/scripts/record_workloads.py" "$root/tests/real" >>"$logs/record.log" 2>&1
+    if [[ "$record" == 1 ]]; then
+        into="$root/tests/real" set_flag=()
+    else
+        into="$root/tests/real_held_out" set_flag=(--held-out)
+    fi
+    mkdir -p "$into"
+    echo "== record: $root/scripts/record_workloads.py ${set_flag[*]} $into" | tee "$logs/record.log"
+    python3 "$root/scripts/record_workloads.py" "${set_flag[@]}" "$into" >>"$logs/record.log" 2>&1
     rc=$?
     echo "== record exit $rc" | tee -a "$logs/record.log"
     [[ $rc -eq 0 ]] || status_record=1
@@ -96,7 +109,7 @@ else
     # A set whose folder is gone (the recorded four removed to replay only
     # the real workloads) adds nothing: its pattern is never passed on.
     traces=()
-    for set in traces unseen heldout fresh real; do
+    for set in traces unseen heldout fresh real real_held_out; do
         for f in "$root/tests/$set"/*.jsonl.gz; do
             [[ -e "$f" ]] && traces+=("$f")
         done
@@ -185,16 +198,18 @@ fi
         }' | sort >"$logs/verdicts.txt"
     cat "$logs/verdicts.txt"
     echo
-    echo "rows meeting both / bytes / wall, per set (recorded, syn_ unseen, held_ held-out, fresh*, real: tests/real)"
-    real_names=""
-    for f in "$root"/tests/real/*.jsonl.gz; do
-        [[ -e "$f" ]] && real_names+=" $(basename "$f" .jsonl.gz)"
-    done
-    awk -v real="$real_names" '
-         BEGIN { n_real = split(real, names, " "); for (i = 1; i <= n_real; i++) is_real[names[i]] = 1 }
-         { set = ($1 in is_real) ? "real" : ($1 ~ /^syn_/) ? "unseen" : ($1 ~ /^held_/) ? "held-out" : ($1 ~ /^fresh/) ? "fresh" : "recorded"
+    echo "rows meeting both / bytes / wall, per set (recorded, syn_ unseen, held_ held-out, fresh*, real: tests/real, real-held-out: tests/real_held_out)"
+    names_in() { # names_in DIR: the traces' names, space-separated
+        for f in "$1"/*.jsonl.gz; do
+            [[ -e "$f" ]] && printf ' %s' "$(basename "$f" .jsonl.gz)"
+        done
+    }
+    awk -v real="$(names_in "$root/tests/real")" -v real_held="$(names_in "$root/tests/real_held_out")" '
+         BEGIN { n = split(real, names, " "); for (i = 1; i <= n; i++) is_real[names[i]] = 1
+                 n = split(real_held, names, " "); for (i = 1; i <= n; i++) is_held[names[i]] = 1 }
+         { set = ($1 in is_real) ? "real" : ($1 in is_held) ? "real-held-out" : ($1 ~ /^syn_/) ? "unseen" : ($1 ~ /^held_/) ? "held-out" : ($1 ~ /^fresh/) ? "fresh" : "recorded"
            n[set]++; r = ($0 ~ /\) met;/); w = ($0 ~ / met$/); br[set] += r; bw[set] += w; bb[set] += r && w }
-         END { for (s in n) printf "%-9s %d of %d both, bytes %d, wall %d\n", s, bb[s], n[s], br[s], bw[s] }' \
+         END { for (s in n) printf "%-13s %d of %d both, bytes %d, wall %d\n", s, bb[s], n[s], br[s], bw[s] }' \
         "$logs/verdicts.txt" | sort
 } >"$logs/summary.txt"
 cat "$logs/summary.txt"

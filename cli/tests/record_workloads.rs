@@ -73,6 +73,39 @@ fn the_workloads_are_listed_without_pytorch() {
 }
 
 #[test]
+fn the_held_out_set_is_listed_apart_and_its_names_are_known() {
+    let Some(out) = run(&["--held-out", "--list"]) else {
+        return;
+    };
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listed = text(&out.stdout);
+    let names: Vec<&str> = listed
+        .lines()
+        .map(|l| l.split(':').next().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "gpt_accum_train",
+            "lstm_seq2seq_train",
+            "cnn_multires_train",
+            "moe_train",
+            "denoise_sampling",
+            "kv_cache_decode"
+        ],
+        "{listed}"
+    );
+    // A held-out name is a workload whichever set is chosen: without
+    // PyTorch the check says so (status 3), never "no such workload" (2).
+    let Some(out) = run(&["--check", "moe_train", "bert_varlen_train"]) else {
+        return;
+    };
+    let err = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("no such workload"), "{err}");
+}
+
+#[test]
 fn bad_arguments_are_exit_2_and_record_nothing() {
     let dir = scratch("record-bad-args");
     let out_dir = dir.join("traces");
