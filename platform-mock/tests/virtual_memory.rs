@@ -468,21 +468,103 @@ fn exact_manager(
     r: &Rig,
     piece: u32,
 ) -> streamcore::memory::MemoryManager<streamcore_mock::MockStorage> {
+    exact_manager_with(r, |p| p.commit_piece_granules = piece)
+}
+
+/// [`exact_manager`] with chunks of any size and `tweak` applied to its
+/// policy.
+fn exact_manager_with(
+    r: &Rig,
+    tweak: impl FnOnce(&mut streamcore::memory::MemoryPolicy),
+) -> streamcore::memory::MemoryManager<streamcore_mock::MockStorage> {
     use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec};
-    let layout = MemoryLayout::new(
-        &[PoolSpec::exclusive(4 * MIB)],
-        256,
-        MemoryPolicy {
-            trim_headroom_shift: 64,
-            commit_step_shift: 64,
-            commit_piece_granules: piece,
-            ..MemoryPolicy::default()
-        },
-    )
-    .unwrap();
+    let mut policy = MemoryPolicy {
+        trim_headroom_shift: 64,
+        commit_step_shift: 64,
+        commit_piece_granules: 0,
+        ..MemoryPolicy::default()
+    };
+    tweak(&mut policy);
+    let layout = MemoryLayout::new(&[PoolSpec::exclusive(4 * MIB)], 256, policy).unwrap();
     let m = MemoryManager::new(r.mock.device_storage().unwrap(), layout);
     assert!(m.carves_pages());
     m
+}
+
+/// `granule_aligned_pages`: after a page of half a granule, two pages of
+/// two granules each. Carved at the first free byte they start mid-granule
+/// and share a chunk, so freeing the first strands its bytes in the chunk
+/// the second still uses; on granule boundaries each has chunks of its own
+/// and the first one's go back whole.
+#[test]
+fn pages_of_whole_granules_on_granule_boundaries_own_their_chunks() {
+    let g = 64 * KIB;
+    // (the second and third pages' offsets; device bytes held and bytes
+    // stranded once the second is freed and the idle memory given back)
+    let run = |aligned: bool| {
+        let r = rig(config(17));
+        let mut m = exact_manager_with(&r, |p| p.granule_aligned_pages = aligned);
+        let (s, rs) = m.reserve(g / 2).unwrap();
+        let (a, ra) = m.reserve(2 * g).unwrap();
+        let (b, rb) = m.reserve(2 * g).unwrap();
+        assert_eq!(rb.offset, ra.offset + 2 * g, "side by side");
+        m.free(a).unwrap();
+        m.cleanup().unwrap();
+        let figures = (
+            ra.offset - rs.offset,
+            r.mock.memory_used(MemoryKind::Device),
+            m.stranded_bytes(),
+        );
+        for h in [s, b] {
+            m.free(h).unwrap();
+        }
+        m.cleanup().unwrap();
+        assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
+        r.mock.assert_no_hazards();
+        figures
+    };
+    // Off: granules 0 (the small page and the first's head), 1-2 (the
+    // first's rest and the second's head), 3-4: all held, 2.5 granules
+    // stranded.
+    assert_eq!(run(false), (g / 2, 5 * g, 5 * g / 2));
+    // On: granule 0 (the small page), 1-2 given back, 3-4 (the second).
+    assert_eq!(run(true), (g, 3 * g, g / 2));
+}
+
+/// `shed_partial_granules`: a page carved over part of an idle chunk wakes
+/// it whole (its rest stranded while the page lives) unless the page
+/// would leave at least that many of the chunk's granules unused, when the
+/// chunk is decommitted first and the page commits what it needs.
+#[test]
+fn an_idle_chunk_a_page_uses_in_part_is_shed_past_the_setting() {
+    use streamcore::memory::ChurnBudget;
+    let g = 64 * KIB;
+    // (device bytes held and stranded while the small page lives)
+    let run = |shed: u32| {
+        let r = rig(config(19));
+        let mut m = exact_manager_with(&r, |p| {
+            p.shed_partial_granules = shed;
+            p.churn_budget = ChurnBudget::UNLIMITED;
+        });
+        let (big, rbig) = m.reserve(8 * g).unwrap();
+        m.free(big).unwrap();
+        assert_eq!(
+            r.mock.memory_used(MemoryKind::Device),
+            8 * g,
+            "kept committed"
+        );
+        let (small, rsmall) = m.reserve(2 * g).unwrap();
+        assert_eq!(rsmall.offset, rbig.offset, "carved over the idle chunk");
+        let figures = (r.mock.memory_used(MemoryKind::Device), m.stranded_bytes());
+        m.free(small).unwrap();
+        m.cleanup().unwrap();
+        assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
+        r.mock.assert_no_hazards();
+        figures
+    };
+    assert_eq!(run(0), (8 * g, 6 * g), "off: woken whole");
+    assert_eq!(run(7), (8 * g, 6 * g), "six granules unused, under seven");
+    assert_eq!(run(6), (2 * g, 0), "six unused, at the setting: shed");
 }
 
 /// Commits made of pieces: each piece is a chunk of its own, so a page

@@ -93,8 +93,11 @@ impl<S: Storage> MemoryManager<S> {
     /// rather than woken: their rest would be stranded while the page
     /// lives. Charged to the churn budget, and made only if it covers
     /// them, unless the map is a large page's own reservation (always
-    /// shed: a smaller page must not strand a larger one's chunk). A chunk whose fence the stream has not passed goes only if
-    /// `progress` waits for it.
+    /// shed: a smaller page must not strand a larger one's chunk). While
+    /// the guard is off, a shared reservation's chunk goes only if the
+    /// page would leave at least `MemoryPolicy::shed_partial_granules` of
+    /// it unused. A chunk whose fence the stream has not passed goes only
+    /// if `progress` waits for it.
     pub(super) fn shed_partial(
         &mut self,
         map: u32,
@@ -113,7 +116,10 @@ impl<S: Storage> MemoryManager<S> {
             let covered = hi.min(ch.start + ch.len) - lo.max(ch.start);
             let bytes = self.seg().chunks.bytes(&ch);
             let exempt = self.exempt(map);
-            if ch.users != 0 || covered == ch.len || !(exempt || self.affords(bytes)) {
+            let worth = self.books.guarded
+                || exempt
+                || ch.len - covered >= self.layout.policy().shed_partial_granules;
+            if ch.users != 0 || covered == ch.len || !worth || !(exempt || self.affords(bytes)) {
                 continue;
             }
             if ch.fence <= self.books.completed || self.wait_for(ch.fence, progress) {

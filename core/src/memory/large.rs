@@ -14,6 +14,10 @@
 //! Ties go to the smallest reservation (the larger ones stay for larger
 //! pages). A reservation is never shared by two live large pages, so a
 //! page's committed granules are its own and go back with it.
+//!
+//! The other pages share lane 0, best fit; with
+//! `MemoryPolicy::granule_aligned_pages` a page of whole granules goes on
+//! its block's first granule boundary (see `Segment::aligned`).
 
 use super::segment::Segment;
 use super::tlsf::{Carved, FreeBlock};
@@ -21,6 +25,11 @@ use crate::arena::NIL;
 
 /// The lane of large pages.
 pub(super) const LARGE_LANE: usize = 1;
+
+/// Granules a free block must have beyond an aligned page and the bytes
+/// before its boundary for the page to go on the boundary
+/// (`MemoryPolicy::granule_aligned_pages`).
+const ALIGN_SPARE_GRANULES: u64 = 8;
 
 impl Segment {
     /// The reservation a large page of `bytes` is carved from: one holding
@@ -49,12 +58,15 @@ impl Segment {
     }
 
     /// The free block a new page of `bytes` in `lane` would be carved
-    /// from: the best fit in the shared lane, the start of
+    /// from, and where in it (`offset`): the best fit in the shared lane
+    /// (at its start, or on the first granule boundary in it, see
+    /// [`aligned`](Self::aligned)), the start of
     /// [`large_home`](Self::large_home) in the large one (`vacated` as
     /// there).
     pub(super) fn placement(&self, lane: usize, bytes: u64, vacated: u32) -> Option<FreeBlock> {
         if lane != LARGE_LANE {
-            return self.engines[lane].peek(bytes);
+            let f = self.engines[lane].peek(bytes)?;
+            return Some(self.aligned(lane, f, bytes));
         }
         let r = self.large_home(bytes, vacated)?;
         Some(FreeBlock {
@@ -64,10 +76,32 @@ impl Segment {
         })
     }
 
+    /// Where in free block `f` of the shared lane a page of `bytes` goes:
+    /// with `aligned_pages`, a page of two whole granules or more starts on
+    /// the block's first granule boundary when the block holds it there
+    /// with [`ALIGN_SPARE_GRANULES`] to spare (a page that fills its block
+    /// tightly takes the start: the bytes before it could serve nothing
+    /// larger than a granule); otherwise at the block's start.
+    fn aligned(&self, lane: usize, f: FreeBlock, bytes: u64) -> FreeBlock {
+        let g = self.chunks.granule();
+        if !self.aligned_pages || bytes % g != 0 || bytes < 2 * g {
+            return f;
+        }
+        let start = f.offset.div_ceil(g).saturating_mul(g);
+        let spare = g.saturating_mul(ALIGN_SPARE_GRANULES);
+        let needed = (start - f.offset)
+            .saturating_add(bytes)
+            .saturating_add(spare);
+        if start == f.offset || self.engines[lane].block_size(f.block) < needed {
+            return f;
+        }
+        FreeBlock { offset: start, ..f }
+    }
+
     /// Carves `bytes` in `lane` where [`placement`](Self::placement) puts
     /// a new page.
     pub(super) fn take_in(&mut self, lane: usize, bytes: u64) -> Option<Carved> {
         let f = self.placement(lane, bytes, NIL)?;
-        Some(self.engines[lane].carve(f.block, bytes))
+        Some(self.engines[lane].carve_at(f.block, f.offset, bytes))
     }
 }

@@ -204,7 +204,11 @@ impl<S: Storage> MemoryManager<S> {
                 ..r
             })
             .filter(|r| r.granularity >= align && r.max_reservation >= r.granularity)
-            .map(|r| Segment::new(r, align, self.layout.policy().large_page_granules));
+            .map(|r| {
+                let policy = self.layout.policy();
+                Segment::new(r, align, policy.large_page_granules)
+                    .aligning_pages(policy.granule_aligned_pages)
+            });
         self.pools.clear();
         let add = |pools: &mut Vec<Pool>, kind, page: u64, max_slice, cap| {
             // Layouts bound page sizes by `MAX_REQUEST` and alignments by

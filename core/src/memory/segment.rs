@@ -70,6 +70,9 @@ pub(super) struct Segment {
     terms: ResizableTerms,
     /// Pages of at least this many bytes are large.
     large: u64,
+    /// Pages of whole granules start on a granule boundary where their
+    /// block leaves room (`MemoryPolicy::granule_aligned_pages`).
+    pub aligned_pages: bool,
     pub engines: [SlicedEngine; LANES],
     pub reservations: Arena<Reservation>,
     pub chunks: ChunkTable,
@@ -98,6 +101,7 @@ impl Segment {
         Self {
             terms,
             large: terms.granularity.saturating_mul(u64::from(large_granules)),
+            aligned_pages: false,
             engines: [
                 SlicedEngine::new(align).best_fit(),
                 SlicedEngine::new(align).best_fit(),
@@ -105,6 +109,13 @@ impl Segment {
             reservations: Arena::new(),
             chunks: ChunkTable::new(terms.granularity),
         }
+    }
+
+    /// The same segment, carving pages of whole granules on granule
+    /// boundaries or not (see [`placement`](Self::placement)).
+    pub(super) fn aligning_pages(mut self, on: bool) -> Self {
+        self.aligned_pages = on;
+        self
     }
 
     /// The size of a carved page for a request of `rounded` bytes: the
@@ -248,7 +259,7 @@ impl<S: Storage> MemoryManager<S> {
         if f.page != c.reservation || f.offset != c.offset {
             return None;
         }
-        Some(seg.engines[lane].carve(f.block, bytes).block)
+        Some(seg.engines[lane].carve_at(f.block, f.offset, bytes).block)
     }
 
     /// Refuses a page of `bytes` that no reservation can hold (so every
@@ -342,7 +353,7 @@ impl<S: Storage> MemoryManager<S> {
         let seg = self.seg();
         let map = seg.reservations[c.reservation].map;
         let (lo, hi) = seg.chunks.span(c.offset, bytes);
-        if self.guarding() || self.exempt(map) {
+        if self.guarding() || self.exempt(map) || self.layout.policy().shed_partial_granules > 0 {
             self.shed_partial(map, lo, hi, progress)?;
         }
         let seg = self.seg_mut();

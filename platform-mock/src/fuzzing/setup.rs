@@ -259,6 +259,8 @@ pub fn pick_layout(
                 commit_piece_granules: 1,
                 large_page_granules: 1,
                 strand_guard: StrandGuard::On,
+                granule_aligned_pages: true,
+                shed_partial_granules: 1,
                 churn_budget: ChurnBudget::UNLIMITED,
             },
         ),
@@ -283,7 +285,8 @@ pub fn pick_layout(
 /// The harness's own layouts (`seed % 3`): small pages (the mock zero-fills
 /// a page on first write), a balanced one, one of exclusive pages, and
 /// sliced pools with periodic trimming whose largest size class goes to
-/// dedicated pages.
+/// dedicated pages (over resizable pages: whole-granule pages on granule
+/// boundaries, partial idle chunks shed).
 pub fn harness_layout(index: u8) -> MemoryLayout {
     let (pools, policy) = match index % 3 {
         0 => (
@@ -309,6 +312,8 @@ pub fn harness_layout(index: u8) -> MemoryLayout {
             ],
             MemoryPolicy {
                 release_idle_after: NonZeroU64::new(8),
+                granule_aligned_pages: true,
+                shed_partial_granules: 2,
                 ..MemoryPolicy::default()
             },
         ),

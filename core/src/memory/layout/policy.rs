@@ -91,6 +91,26 @@ pub struct MemoryPolicy {
     /// On a resizable storage, when carved pages guard against stranding
     /// free memory inside committed chunks (see [`StrandGuard`]).
     pub strand_guard: StrandGuard,
+    /// On a resizable storage, a carved page of whole granules (two or
+    /// more) starts on a granule boundary when its free block has room for
+    /// it there and eight granules to spare (a block it fills tightly keeps
+    /// its start). Carved at the first free byte, such a page starts inside
+    /// its neighbour's last granule, spans one granule more than its size
+    /// and shares a chunk at each end: freed, its chunks stay held by the
+    /// pages beside it. On a granule boundary its chunks are its own. Off
+    /// by default: over the driver model it closes the MLP's bytes but
+    /// takes ratios up on more unseen workloads than down (BENCHMARKS.md
+    /// section 6, round 22).
+    pub granule_aligned_pages: bool,
+    /// On a resizable storage, an idle chunk that a new page would use
+    /// only in part, leaving at least this many of its granules unused, is
+    /// decommitted first (charged to the churn budget, and only if covered)
+    /// and the page commits what it needs: woken, the chunk's rest would be
+    /// stranded for as long as the page lives. 0: only while the strand
+    /// guard is on (which sheds every such chunk). Off by default: over the
+    /// driver model 32 closes the GRU's bytes for 4-8 % more predicted
+    /// driver time on unseen workloads (BENCHMARKS.md section 6, round 22).
+    pub shed_partial_granules: u32,
     /// On a resizable storage, what decommits made by choice (trimming,
     /// the strand guard) may cost in estimated driver time, earned by the
     /// reserves (see [`ChurnBudget`]); past it, idle memory is kept.
@@ -141,6 +161,8 @@ impl Default for MemoryPolicy {
             commit_piece_granules: 64,
             large_page_granules: 384,
             strand_guard: StrandGuard::Adaptive,
+            granule_aligned_pages: false,
+            shed_partial_granules: 0,
             // Chosen with the driver model (`memory_model` example, its
             // costs fitted to whole replays on the H200) over a grid of both
             // parts (BENCHMARKS.md section 3): the recorded traces keep

@@ -301,6 +301,41 @@ impl SlicedEngine {
         }
     }
 
+    /// Carves `size` bytes at `offset` inside free block `i` (`offset` a
+    /// multiple of the alignment, the bytes inside the block): the bytes
+    /// before `offset` stay free as block `i` (which keeps its offset, so a
+    /// page's first block still covers offset 0), the page is a new block,
+    /// and the bytes after it stay free.
+    pub fn carve_at(&mut self, i: u32, offset: u64, size: u64) -> Carved {
+        let b = self.blocks[i as usize];
+        debug_assert!(b.free && offset >= b.offset && offset + size <= b.offset + b.size);
+        if offset == b.offset {
+            return self.carve(i, size);
+        }
+        let lead = offset - b.offset;
+        let rest = self.new_block(Block {
+            page: b.page,
+            prev_phys: i,
+            next_phys: b.next_phys,
+            free_prev: NIL,
+            free_next: NIL,
+            free: false,
+            offset,
+            size: b.size - lead,
+        });
+        if b.next_phys != NIL {
+            self.blocks[b.next_phys as usize].prev_phys = rest;
+        }
+        // Unlisted under its old size, listed again under the lead's.
+        self.remove_free(i);
+        let head = &mut self.blocks[i as usize];
+        head.next_phys = rest;
+        head.size = lead;
+        self.insert_free(i);
+        self.insert_free(rest);
+        self.carve(rest, size)
+    }
+
     /// The end offset of the free block right after carved block `i`, if
     /// the block after it is free (how far a commit may reach ahead).
     pub fn free_end_after(&self, i: u32) -> Option<u64> {
@@ -313,7 +348,6 @@ impl SlicedEngine {
     }
 
     /// The size of a block.
-    #[cfg(test)]
     pub fn block_size(&self, i: u32) -> u64 {
         self.blocks[i as usize].size
     }

@@ -47,11 +47,19 @@ fn split_and_coalesce_restore_the_page() {
 
 proptest! {
     /// Against a naive model (byte ranges in a map): carved blocks never
-    /// overlap, lie inside their page, and frees coalesce fully.
+    /// overlap, lie inside their page, and frees coalesce fully; carving
+    /// at an offset inside a free block (op 3) takes exactly the bytes
+    /// asked for, in both kinds of engine.
     #[test]
-    fn model_check(ops in proptest::collection::vec((0u8..3, 1u64..40, any::<u16>()), 1..200)) {
+    fn model_check(
+        ops in proptest::collection::vec((0u8..4, 1u64..40, any::<u16>()), 1..200),
+        best in any::<bool>(),
+    ) {
         let page = 64 * 256;
         let mut e = SlicedEngine::new(256);
+        if best {
+            e = e.best_fit();
+        }
         let mut pages = 0u32;
         let mut firsts = Vec::new();
         let mut live: BTreeMap<(u32, u64), (u64, u32)> = BTreeMap::new();
@@ -77,6 +85,19 @@ proptest! {
                             firsts.push(e.add_page(pages, page));
                             pages += 1;
                         }
+                    }
+                }
+                3 => {
+                    let size = (units % 16 + 1) * 256;
+                    if let Some(f) = e.peek(size) {
+                        let room = (e.block_size(f.block) - size) / 256;
+                        let offset = f.offset + u64::from(pick) % (room + 1) * 256;
+                        let c = e.carve_at(f.block, offset, size);
+                        prop_assert_eq!((c.page, c.offset), (f.page, offset));
+                        prop_assert!(!e.free_blocks().iter().any(|b| {
+                            b.0 == c.page && b.1 < offset + size && offset < b.1 + b.2
+                        }), "the carved bytes are not free");
+                        live.insert((c.page, c.offset), (size, c.block));
                     }
                 }
                 _ => {
