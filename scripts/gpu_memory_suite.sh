@@ -205,8 +205,8 @@ fi
         done
     }
     awk -v real="$(names_in "$root/tests/real")" -v real_held="$(names_in "$root/tests/real_held_out")" '
-         BEGIN { n = split(real, names, " "); for (i = 1; i <= n; i++) is_real[names[i]] = 1
-                 n = split(real_held, names, " "); for (i = 1; i <= n; i++) is_held[names[i]] = 1 }
+         BEGIN { k = split(real, names, " "); for (i = 1; i <= k; i++) is_real[names[i]] = 1
+                 k = split(real_held, names, " "); for (i = 1; i <= k; i++) is_held[names[i]] = 1 }
          { set = ($1 in is_real) ? "real" : ($1 in is_held) ? "real-held-out" : ($1 ~ /^syn_/) ? "unseen" : ($1 ~ /^held_/) ? "held-out" : ($1 ~ /^fresh/) ? "fresh" : "recorded"
            n[set]++; r = ($0 ~ /\) met;/); w = ($0 ~ / met$/); br[set] += r; bw[set] += w; bb[set] += r && w }
          END { for (s in n) printf "%-13s %d of %d both, bytes %d, wall %d\n", s, bb[s], n[s], br[s], bw[s] }' \

@@ -8,8 +8,8 @@
 //! (large page granules), `fit` (fit slack shift), `round` (page rounding
 //! shift), `reserve_ns` and `mib_ns` (the churn budget's parts), `split`
 //! (0 or 1), `piece` (commit piece granules, 0: no limit), `guard` (the
-//! strand guard: 0 off, 1 adaptive, 2 on), `align` (granule-aligned pages,
-//! 0 or 1), `shed` (shed partial idle chunks leaving this many granules
+//! strand guard: 0 off, 1 adaptive, 2 on), `align` (pages of at least this many
+//! whole granules on granule boundaries, 0: never), `shed` (shed partial idle chunks leaving this many granules
 //! unused, 0: off). Prints one
 //! line per trace and touch mode (the recorded traces,
 //! `synthetic::workloads`, `synthetic::held_out` and the fresh sets of
@@ -59,7 +59,7 @@ fn apply(mut policy: MemoryPolicy, settings: &str) -> Result<MemoryPolicy, Strin
             "mib_ns" => policy.churn_budget.per_mib_ns = v,
             "split" => policy.split_boundaries = v != 0,
             "piece" => policy.commit_piece_granules = small()?,
-            "align" => policy.granule_aligned_pages = v != 0,
+            "align" => policy.aligned_page_granules = small()?,
             "shed" => policy.shed_partial_granules = small()?,
             "guard" => {
                 policy.strand_guard = match v {

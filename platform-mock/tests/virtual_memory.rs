@@ -491,7 +491,7 @@ fn exact_manager_with(
     m
 }
 
-/// `granule_aligned_pages`: after a page of half a granule, two pages of
+/// `aligned_page_granules`: after a page of half a granule, two pages of
 /// two granules each. Carved at the first free byte they start mid-granule
 /// and share a chunk, so freeing the first strands its bytes in the chunk
 /// the second still uses; on granule boundaries each has chunks of its own
@@ -503,7 +503,7 @@ fn pages_of_whole_granules_on_granule_boundaries_own_their_chunks() {
     // stranded once the second is freed and the idle memory given back)
     let run = |aligned: bool| {
         let r = rig(config(17));
-        let mut m = exact_manager_with(&r, |p| p.granule_aligned_pages = aligned);
+        let mut m = exact_manager_with(&r, |p| p.aligned_page_granules = u32::from(aligned) * 2);
         let (s, rs) = m.reserve(g / 2).unwrap();
         let (a, ra) = m.reserve(2 * g).unwrap();
         let (b, rb) = m.reserve(2 * g).unwrap();

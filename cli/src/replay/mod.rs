@@ -110,7 +110,7 @@ resizable (virtual-memory) storage:
                \"commit_piece_granules\": 0,  (0: chunks of any size)
                \"large_page_granules\": 384,
                \"strand_guard\": \"adaptive\",  (off, adaptive, on)
-               \"granule_aligned_pages\": false, \"shed_partial_granules\": 0,
+               \"aligned_page_granules\": 32, \"shed_partial_granules\": 0,
                \"churn_budget\": {\"per_reserve_ns\": 500, \"per_mib_ns\": 150}}
                                            (or \"unlimited\")
 

@@ -15,9 +15,9 @@
 //! pages). A reservation is never shared by two live large pages, so a
 //! page's committed granules are its own and go back with it.
 //!
-//! The other pages share lane 0, best fit; with
-//! `MemoryPolicy::granule_aligned_pages` a page of whole granules goes on
-//! its block's first granule boundary (see `Segment::aligned`).
+//! The other pages share lane 0, best fit; a page of whole granules (at
+//! least `MemoryPolicy::aligned_page_granules`) goes on its block's first
+//! granule boundary (see `Segment::aligned`).
 
 use super::segment::Segment;
 use super::tlsf::{Carved, FreeBlock};
@@ -28,7 +28,7 @@ pub(super) const LARGE_LANE: usize = 1;
 
 /// Granules a free block must have beyond an aligned page and the bytes
 /// before its boundary for the page to go on the boundary
-/// (`MemoryPolicy::granule_aligned_pages`).
+/// (`MemoryPolicy::aligned_page_granules`).
 const ALIGN_SPARE_GRANULES: u64 = 8;
 
 impl Segment {
@@ -77,14 +77,15 @@ impl Segment {
     }
 
     /// Where in free block `f` of the shared lane a page of `bytes` goes:
-    /// with `aligned_pages`, a page of two whole granules or more starts on
-    /// the block's first granule boundary when the block holds it there
-    /// with [`ALIGN_SPARE_GRANULES`] to spare (a page that fills its block
-    /// tightly takes the start: the bytes before it could serve nothing
-    /// larger than a granule); otherwise at the block's start.
+    /// a page of whole granules, at least `aligned_granules` of them,
+    /// starts on the block's first granule boundary when the block holds it
+    /// there with [`ALIGN_SPARE_GRANULES`] to spare (a page that fills its
+    /// block tightly takes the start: the bytes before it could serve
+    /// nothing larger than a granule); otherwise at the block's start.
     fn aligned(&self, lane: usize, f: FreeBlock, bytes: u64) -> FreeBlock {
         let g = self.chunks.granule();
-        if !self.aligned_pages || bytes % g != 0 || bytes < 2 * g {
+        let least = g.saturating_mul(u64::from(self.aligned_granules));
+        if self.aligned_granules == 0 || bytes % g != 0 || bytes < least {
             return f;
         }
         let start = f.offset.div_ceil(g).saturating_mul(g);

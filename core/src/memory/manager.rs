@@ -207,7 +207,7 @@ impl<S: Storage> MemoryManager<S> {
             .map(|r| {
                 let policy = self.layout.policy();
                 Segment::new(r, align, policy.large_page_granules)
-                    .aligning_pages(policy.granule_aligned_pages)
+                    .aligning_pages(policy.aligned_page_granules)
             });
         self.pools.clear();
         let add = |pools: &mut Vec<Pool>, kind, page: u64, max_slice, cap| {

@@ -70,9 +70,10 @@ pub(super) struct Segment {
     terms: ResizableTerms,
     /// Pages of at least this many bytes are large.
     large: u64,
-    /// Pages of whole granules start on a granule boundary where their
-    /// block leaves room (`MemoryPolicy::granule_aligned_pages`).
-    pub aligned_pages: bool,
+    /// Pages of whole granules, at least this many, start on a granule
+    /// boundary where their block leaves room
+    /// (`MemoryPolicy::aligned_page_granules`; 0: never).
+    pub aligned_granules: u32,
     pub engines: [SlicedEngine; LANES],
     pub reservations: Arena<Reservation>,
     pub chunks: ChunkTable,
@@ -101,7 +102,7 @@ impl Segment {
         Self {
             terms,
             large: terms.granularity.saturating_mul(u64::from(large_granules)),
-            aligned_pages: false,
+            aligned_granules: 0,
             engines: [
                 SlicedEngine::new(align).best_fit(),
                 SlicedEngine::new(align).best_fit(),
@@ -111,10 +112,11 @@ impl Segment {
         }
     }
 
-    /// The same segment, carving pages of whole granules on granule
-    /// boundaries or not (see [`placement`](Self::placement)).
-    pub(super) fn aligning_pages(mut self, on: bool) -> Self {
-        self.aligned_pages = on;
+    /// The same segment, carving pages of at least `granules` whole
+    /// granules on granule boundaries (0: never; see
+    /// [`placement`](Self::placement)).
+    pub(super) fn aligning_pages(mut self, granules: u32) -> Self {
+        self.aligned_granules = granules;
         self
     }
 

@@ -259,7 +259,7 @@ pub fn pick_layout(
                 commit_piece_granules: 1,
                 large_page_granules: 1,
                 strand_guard: StrandGuard::On,
-                granule_aligned_pages: true,
+                aligned_page_granules: 1,
                 shed_partial_granules: 1,
                 churn_budget: ChurnBudget::UNLIMITED,
             },
@@ -312,7 +312,7 @@ pub fn harness_layout(index: u8) -> MemoryLayout {
             ],
             MemoryPolicy {
                 release_idle_after: NonZeroU64::new(8),
-                granule_aligned_pages: true,
+                aligned_page_granules: 1,
                 shed_partial_granules: 2,
                 ..MemoryPolicy::default()
             },

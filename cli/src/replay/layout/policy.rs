@@ -24,7 +24,7 @@ use super::values::{boolean, integer};
 const MEMBERS: &str = "favour, trim_before_grow, trim_headroom_shift, release_idle_after, \
      fit_slack_shift, page_rounding_shift, force_persistent, commit_step_shift, \
      split_boundaries, commit_piece_granules, large_page_granules, strand_guard, \
-     granule_aligned_pages, shed_partial_granules, churn_budget, max_pages";
+     aligned_page_granules, shed_partial_granules, churn_budget, max_pages";
 
 /// `policy` parsed over `base` (the layout's own policy).
 pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileError> {
@@ -65,7 +65,9 @@ pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileE
             }
             "large_page_granules" => policy.large_page_granules = granules(value, &at, 1)?,
             "strand_guard" => policy.strand_guard = one_of(value, &at, &STRAND_GUARDS)?,
-            "granule_aligned_pages" => policy.granule_aligned_pages = boolean(value, &at)?,
+            "aligned_page_granules" => {
+                policy.aligned_page_granules = granules(value, &at, 0)?;
+            }
             "shed_partial_granules" => {
                 policy.shed_partial_granules = granules(value, &at, 0)?;
             }
@@ -195,7 +197,7 @@ mod tests {
             r#"{"trim_headroom_shift": 10, "page_rounding_shift": 64,
                 "commit_step_shift": 5, "split_boundaries": true,
                 "commit_piece_granules": 4, "large_page_granules": 128, "strand_guard": "off",
-                "granule_aligned_pages": true, "shed_partial_granules": 32,
+                "aligned_page_granules": 2, "shed_partial_granules": 32,
                 "churn_budget": {"per_reserve_ns": 0, "per_mib_ns": 300}}"#,
         )
         .unwrap();
@@ -207,7 +209,7 @@ mod tests {
             commit_piece_granules: 4,
             large_page_granules: 128,
             strand_guard: StrandGuard::Off,
-            granule_aligned_pages: true,
+            aligned_page_granules: 2,
             shed_partial_granules: 32,
             churn_budget: ChurnBudget {
                 per_reserve_ns: 0,
@@ -298,9 +300,9 @@ mod tests {
                 "not true or false",
             ),
             (
-                r#"{"granule_aligned_pages": "yes"}"#,
-                "granule_aligned_pages",
-                "not true or false",
+                r#"{"aligned_page_granules": true}"#,
+                "aligned_page_granules",
+                "not a non-negative integer",
             ),
             (
                 r#"{"shed_partial_granules": 4294967296}"#,
@@ -326,7 +328,7 @@ mod tests {
         files.push((
             file_with(r#"{"strand": "on"}"#),
             "policy".into(),
-            "strand_guard, granule_aligned_pages, shed_partial_granules, churn_budget",
+            "strand_guard, aligned_page_granules, shed_partial_granules, churn_budget",
         ));
         super::super::assert_format_errors(&files);
     }
