@@ -62,7 +62,8 @@ for l in sys.stdin:
     cp -r platform-hip/nvidia "$dest/platform-hip/nvidia"
     rm -rf "$dest/platform-hip/nvidia/build" "$dest/platform-hip/nvidia/logs"
     cp scripts/gpu_memory_suite.sh scripts/torch_replay.py scripts/record_workloads.py \
-        scripts/held_out_workloads.py scripts/torch_snapshot_to_trace.py scripts/script_io.py \
+        scripts/held_out_workloads.py scripts/workload_parts.py scripts/torch_snapshot_to_trace.py \
+        scripts/script_io.py \
         "$dest/scripts/"
     cp tests/traces/*.jsonl.gz "$dest/tests/traces/"
     mkdir -p "$dest/tests/real"

@@ -15,6 +15,8 @@ classifier-free guidance, and a decoder generating with a growing key/value
 cache.
 """
 
+from workload_parts import autocast, draw
+
 
 def held_out_workloads():
     """{name: (description, function(torch, device, small))}."""
@@ -40,18 +42,6 @@ def held_out_workloads():
     }
 
 
-def _autocast(torch, device):
-    """bf16 autocast on the GPU, none on the CPU (as `record_workloads`)."""
-    if device == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return torch.autocast("cpu", enabled=False)
-
-
-def _draw(torch, choices, gen):
-    """One of `choices`, drawn with `gen`."""
-    return choices[int(torch.randint(len(choices), (1,), generator=gen))]
-
-
 def gpt_accum_train(torch, device, small):
     nn = torch.nn
     vocab, d, heads, layers, batch = (32000, 1024, 16, 8, 8) if not small else (500, 32, 4, 2, 2)
@@ -65,10 +55,10 @@ def gpt_accum_train(torch, device, small):
     gen = torch.Generator().manual_seed(31)
     for _ in range(6 if not small else 2):
         for _ in range(2):
-            n = _draw(torch, lengths, gen)
+            n = draw(torch, lengths, gen)
             x = torch.randint(vocab, (batch, n + 1), generator=gen).to(device)
             mask = nn.Transformer.generate_square_subsequent_mask(n, device=device)
-            with _autocast(torch, device):
+            with autocast(torch, device):
                 logits = head(body(emb(x[:, :-1]), mask=mask, is_causal=True))
                 loss = nn.functional.cross_entropy(
                     logits.float().reshape(-1, vocab), x[:, 1:].reshape(-1)) / 2
@@ -90,8 +80,8 @@ def lstm_seq2seq_train(torch, device, small):
     opt = torch.optim.Adam(params, lr=1e-3)
     gen = torch.Generator().manual_seed(37)
     for _ in range(8 if not small else 2):
-        src = torch.randint(vocab, (batch, _draw(torch, src_lengths, gen)), generator=gen)
-        tgt = torch.randint(vocab, (batch, _draw(torch, tgt_lengths, gen) + 1), generator=gen)
+        src = torch.randint(vocab, (batch, draw(torch, src_lengths, gen)), generator=gen)
+        tgt = torch.randint(vocab, (batch, draw(torch, tgt_lengths, gen) + 1), generator=gen)
         src, tgt = src.to(device), tgt.to(device)
         _, state = enc(emb(src))
         out, _ = dec(emb(tgt[:, :-1]), state)
@@ -214,7 +204,7 @@ def denoise_sampling(torch, device, small):
         for side in sides:
             x = torch.randn(batch, 4, side, side, generator=gen).to(device)
             for _ in range(steps):
-                with _autocast(torch, device):
+                with autocast(torch, device):
                     both = model(torch.cat([x, x], dim=0)).float()
                 cond, uncond = both.chunk(2)
                 x = x - 0.1 * (uncond + 3.0 * (cond - uncond))
@@ -255,7 +245,7 @@ def kv_cache_decode(torch, device, small):
         for n in prompts:
             ids = torch.randint(vocab, (batch, n), generator=gen).to(device)
             cache = [None] * layers
-            with _autocast(torch, device):
+            with autocast(torch, device):
                 x = step(emb(ids), cache)
                 for _ in range(new_tokens):
                     nxt = out(x[:, -1:]).float().argmax(dim=-1)

@@ -52,6 +52,7 @@ from pathlib import Path
 
 from held_out_workloads import held_out_workloads
 from script_io import OutputError, ReaderGone, drop_stdout, emit, stderr_line
+from workload_parts import autocast, draw
 
 HERE = Path(__file__).resolve().parent
 
@@ -250,8 +251,7 @@ def cnn_side_stream(torch, device, small):
 def tokens(torch, vocab, batch, lengths, gen):
     """A batch of random token ids, its sequence length drawn from
     `lengths` (a new shape each step, as padding-free batching makes)."""
-    length = lengths[int(torch.randint(len(lengths), (1,), generator=gen))]
-    return torch.randint(vocab, (batch, length), generator=gen)
+    return torch.randint(vocab, (batch, draw(torch, lengths, gen)), generator=gen)
 
 
 def learn(loss, opt):
@@ -260,14 +260,6 @@ def learn(loss, opt):
     loss.backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
-
-
-def autocast(torch, device):
-    """bf16 autocast on the GPU; on the CPU (`--check`) none, which keeps
-    the check fast and independent of the CPU's bf16 kernels."""
-    if device == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return torch.autocast("cpu", enabled=False)
 
 
 def record_one(name, out_dir):

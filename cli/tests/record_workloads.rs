@@ -43,15 +43,24 @@ fn torch() -> (bool, bool) {
     )
 }
 
-#[test]
-fn the_workloads_are_listed_without_pytorch() {
-    let Some(out) = run(&["--list"]) else { return };
+/// What `--list` (with `args` before it) prints, and the names it lists;
+/// `None` (the test skipped) without `python3`.
+fn listed(args: &[&str]) -> Option<(String, Vec<String>)> {
+    let out = run(&[args, &["--list"]].concat())?;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let listed = text(&out.stdout);
-    let names: Vec<&str> = listed
+    let names = listed
         .lines()
-        .map(|l| l.split(':').next().unwrap_or_default())
+        .map(|l| l.split(':').next().unwrap_or_default().to_owned())
         .collect();
+    Some((listed, names))
+}
+
+#[test]
+fn the_workloads_are_listed_without_pytorch() {
+    let Some((listed, names)) = listed(&[]) else {
+        return;
+    };
     assert_eq!(
         names,
         [
@@ -74,15 +83,9 @@ fn the_workloads_are_listed_without_pytorch() {
 
 #[test]
 fn the_held_out_set_is_listed_apart_and_its_names_are_known() {
-    let Some(out) = run(&["--held-out", "--list"]) else {
+    let Some((listed, names)) = listed(&["--held-out"]) else {
         return;
     };
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let listed = text(&out.stdout);
-    let names: Vec<&str> = listed
-        .lines()
-        .map(|l| l.split(':').next().unwrap_or_default())
-        .collect();
     assert_eq!(
         names,
         [

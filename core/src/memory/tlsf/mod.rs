@@ -268,19 +268,7 @@ impl SlicedEngine {
         debug_assert!(self.blocks[i as usize].free && self.blocks[i as usize].size >= size);
         let b = self.blocks[i as usize];
         if b.size > size {
-            let rest = self.new_block(Block {
-                page: b.page,
-                prev_phys: i,
-                next_phys: b.next_phys,
-                free_prev: NIL,
-                free_next: NIL,
-                free: false,
-                offset: b.offset + size,
-                size: b.size - size,
-            });
-            if b.next_phys != NIL {
-                self.blocks[b.next_phys as usize].prev_phys = rest;
-            }
+            let rest = self.split_off(i, b.offset + size);
             // The rest takes the block's place at the head of its list when
             // it stays in the same class (as removing the block and listing
             // the rest would leave it), else it is listed anew.
@@ -301,6 +289,27 @@ impl SlicedEngine {
         }
     }
 
+    /// A new, unlisted block for the bytes of block `i` from `at` on (inside
+    /// it), linked after it physically; block `i`'s own size and next
+    /// link are the caller's to set (its lists read its size first).
+    fn split_off(&mut self, i: u32, at: u64) -> u32 {
+        let b = self.blocks[i as usize];
+        let rest = self.new_block(Block {
+            page: b.page,
+            prev_phys: i,
+            next_phys: b.next_phys,
+            free_prev: NIL,
+            free_next: NIL,
+            free: false,
+            offset: at,
+            size: b.offset + b.size - at,
+        });
+        if b.next_phys != NIL {
+            self.blocks[b.next_phys as usize].prev_phys = rest;
+        }
+        rest
+    }
+
     /// Carves `size` bytes at `offset` inside free block `i` (`offset` a
     /// multiple of the alignment, the bytes inside the block): the bytes
     /// before `offset` stay free as block `i` (which keeps its offset, so a
@@ -313,19 +322,7 @@ impl SlicedEngine {
             return self.carve(i, size);
         }
         let lead = offset - b.offset;
-        let rest = self.new_block(Block {
-            page: b.page,
-            prev_phys: i,
-            next_phys: b.next_phys,
-            free_prev: NIL,
-            free_next: NIL,
-            free: false,
-            offset,
-            size: b.size - lead,
-        });
-        if b.next_phys != NIL {
-            self.blocks[b.next_phys as usize].prev_phys = rest;
-        }
+        let rest = self.split_off(i, offset);
         // Unlisted under its old size, listed again under the lead's.
         self.remove_free(i);
         let head = &mut self.blocks[i as usize];
