@@ -83,12 +83,16 @@ impl Segment {
     /// block tightly takes the start: the bytes before it could serve
     /// nothing larger than a granule); otherwise at the block's start.
     fn aligned(&self, lane: usize, f: FreeBlock, bytes: u64) -> FreeBlock {
-        let g = self.chunks.granule();
-        let least = g.saturating_mul(u64::from(self.aligned_granules));
-        if self.aligned_granules == 0 || bytes % g != 0 || bytes < least {
+        if self.aligned_granules == 0 {
             return f;
         }
-        let start = f.offset.div_ceil(g).saturating_mul(g);
+        // A power of two (the chunk table's).
+        let g = self.chunks.granule();
+        let least = g.saturating_mul(u64::from(self.aligned_granules));
+        if bytes & (g - 1) != 0 || bytes < least {
+            return f;
+        }
+        let start = f.offset.saturating_add(g - 1) & !(g - 1);
         let spare = g.saturating_mul(ALIGN_SPARE_GRANULES);
         let needed = (start - f.offset)
             .saturating_add(bytes)

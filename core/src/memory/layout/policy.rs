@@ -100,11 +100,11 @@ pub struct MemoryPolicy {
     /// stay held by the pages beside it. On a granule boundary its chunks
     /// are its own. The bytes left before the boundary (under a granule)
     /// serve smaller pages; from 32 granules (64 MiB on the driver) they
-    /// are under 1/32 of the page. Over the driver model 32 meets both
-    /// figures on more workloads than the default before it (no alignment)
-    /// in every set scored, the held-out real workloads included, and 2 no
-    /// longer pads small pages' workloads by up to 0.6 % (BENCHMARKS.md
-    /// section 6, round 22).
+    /// are under 1/32 of the page (from 2 granules they took workloads of
+    /// smaller pages up by as much as 0.6 %). Over the driver model 32
+    /// meets both figures on as many workloads as no alignment or more in
+    /// every set scored, the real workloads held out from the choice
+    /// included (BENCHMARKS.md section 6, round 22).
     pub aligned_page_granules: u32,
     /// On a resizable storage, an idle chunk that a new page would use
     /// only in part, leaving at least this many of its granules unused, is
