@@ -19,6 +19,7 @@
 //! least `MemoryPolicy::aligned_page_granules`) goes on its block's first
 //! granule boundary (see `Segment::aligned`).
 
+use super::rounding::round_up;
 use super::segment::Segment;
 use super::tlsf::{Carved, FreeBlock};
 use crate::arena::NIL;
@@ -92,7 +93,9 @@ impl Segment {
         if bytes & (g - 1) != 0 || bytes < least {
             return f;
         }
-        let start = f.offset.saturating_add(g - 1) & !(g - 1);
+        let Some(start) = round_up(f.offset, g) else {
+            return f;
+        };
         let spare = g.saturating_mul(ALIGN_SPARE_GRANULES);
         let needed = (start - f.offset)
             .saturating_add(bytes)
