@@ -78,6 +78,21 @@ pub fn taken() -> Result<u64, HipError> {
     Ok(unsafe { taken() })
 }
 
+/// A HIP status of kind `kind` (as [`kind_of_hip_code`](crate::kind_of_hip_code)
+/// classifies it) that a fault can return and leave the device usable:
+/// `hipErrorOutOfMemory`, `hipErrorInvalidValue`,
+/// `hipErrorLaunchOutOfResources` (a kernel's), `hipErrorUnknown` (other);
+/// `None` for the kinds whose statuses end the context or name a capture.
+pub const fn status_of(kind: ErrorKind) -> Option<i32> {
+    match kind {
+        ErrorKind::OutOfMemory => Some(2),
+        ErrorKind::InvalidValue => Some(1),
+        ErrorKind::Kernel => Some(701),
+        ErrorKind::Other => Some(999),
+        _ => None,
+    }
+}
+
 /// Whether the loaded runtime injects faults ([`fail_next`] can work).
 pub fn available() -> bool {
     switch().is_ok()
@@ -114,4 +129,24 @@ fn switch() -> Result<Switch, HipError> {
                 why,
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind_of_hip_code;
+
+    #[test]
+    fn each_injected_status_is_of_the_kind_asked_for() {
+        for kind in [
+            ErrorKind::OutOfMemory,
+            ErrorKind::InvalidValue,
+            ErrorKind::Kernel,
+            ErrorKind::Other,
+        ] {
+            let status = status_of(kind).expect("a status");
+            assert_eq!(kind_of_hip_code(status as u32), kind, "{status}");
+        }
+        assert_eq!(status_of(ErrorKind::DeviceLost), None);
+    }
 }

@@ -90,15 +90,8 @@ impl Harness for HipHarness {
             FaultCall::HostAlloc => "hipHostMalloc",
             FaultCall::CreateStream => "hipStreamCreateWithFlags",
         };
-        // HIP's statuses of each kind (`kind_of_hip_code`).
-        let status = match kind {
-            ErrorKind::OutOfMemory => 2,
-            ErrorKind::InvalidValue => 1,
-            // hipErrorLaunchOutOfResources
-            ErrorKind::Kernel => 701,
-            // hipErrorUnknown
-            ErrorKind::Other => 999,
-            other => panic!("no HIP status injects {other:?} and leaves the device usable"),
+        let Some(status) = faults::status_of(kind) else {
+            panic!("no HIP status injects {kind:?} and leaves the device usable");
         };
         match faults::fail_next(entry, status) {
             Ok(()) => Ok(()),

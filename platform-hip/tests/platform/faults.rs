@@ -16,11 +16,19 @@ use crate::common::{platform_or_skip, round_trip};
 use crate::runner::{Outcome, Skip};
 
 /// HIP's out-of-memory status, what the injected faults return.
-const OUT_OF_MEMORY: i32 = 2;
+const OUT_OF_MEMORY: i32 = status(ErrorKind::OutOfMemory);
 /// HIP's invalid-value status.
-const INVALID_VALUE: i32 = 1;
+const INVALID_VALUE: i32 = status(ErrorKind::InvalidValue);
 /// `hipErrorUnknown`, a status of kind `Other`.
-const UNKNOWN: i32 = 999;
+const UNKNOWN: i32 = status(ErrorKind::Other);
+
+/// The status `faults::status_of` gives a kind that has one.
+const fn status(kind: ErrorKind) -> i32 {
+    match faults::status_of(kind) {
+        Some(s) => s,
+        None => panic!("a kind with an injectable status"),
+    }
+}
 
 /// The shim's fault switch (`streamcore_hip::faults`).
 struct Faults;
