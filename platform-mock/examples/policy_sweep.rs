@@ -10,7 +10,8 @@
 //! (0 or 1), `piece` (commit piece granules, 0: no limit), `guard` (the
 //! strand guard: 0 off, 1 adaptive, 2 on), `align` (pages of at least this many
 //! whole granules on granule boundaries, 0: never), `shed` (shed partial idle chunks leaving this many granules
-//! unused, 0: off). Prints one
+//! unused, 0: off), `share` (large pages behind live ones over committed
+//! granules: 0 or 1). Prints one
 //! line per trace and touch mode (the recorded traces,
 //! `synthetic::workloads`, `synthetic::held_out` and the fresh sets of
 //! seeds 7919 and 104729; with `--seeds A..B`, the fresh sets of seeds
@@ -61,6 +62,7 @@ fn apply(mut policy: MemoryPolicy, settings: &str) -> Result<MemoryPolicy, Strin
             "piece" => policy.commit_piece_granules = small()?,
             "align" => policy.aligned_page_granules = small()?,
             "shed" => policy.shed_partial_granules = small()?,
+            "share" => policy.share_large_reservations = v != 0,
             "guard" => {
                 policy.strand_guard = match v {
                     0 => StrandGuard::Off,

@@ -531,6 +531,58 @@ fn pages_of_whole_granules_on_granule_boundaries_own_their_chunks() {
     assert_eq!(run(true), (g, 3 * g, g / 2));
 }
 
+/// `share_large_reservations`: a large page freed leaves its reservation's
+/// granules committed (two chunks of four); a smaller large page takes the
+/// reservation's start (its first chunk), and the next one of that size
+/// goes behind it over the committed rest (the second),
+/// with no call, where without sharing it reserves a reservation of its own
+/// and commits its page whole. Behind a live page nothing is committed: a
+/// page that needs granules past the committed ones gets a reservation of
+/// its own either way.
+#[test]
+fn a_large_page_goes_behind_a_live_one_over_committed_granules() {
+    let g = 64 * KIB;
+    // (the second page's reservation is the first's, its offset from the
+    // first's, driver calls taking memory or addresses for it; the same for
+    // the third page)
+    let run = |share: bool| {
+        let r = rig(config(23));
+        let mut m = exact_manager_with(&r, |p| {
+            p.large_page_granules = 4;
+            p.commit_piece_granules = 4;
+            p.share_large_reservations = share;
+        });
+        let (big, _) = m.reserve(8 * g).unwrap();
+        m.free(big).unwrap();
+        let (a, ra) = m.reserve(4 * g).unwrap();
+        let calls = device_allocs(&r.mock);
+        let (b, rb) = m.reserve(4 * g).unwrap();
+        let second = (
+            rb.page == ra.page,
+            rb.offset.wrapping_sub(ra.offset),
+            device_allocs(&r.mock) - calls,
+        );
+        let calls = device_allocs(&r.mock);
+        let (c, rc) = m.reserve(4 * g).unwrap();
+        let third = (rc.page == ra.page, device_allocs(&r.mock) - calls);
+        for h in [a, b, c] {
+            m.free(h).unwrap();
+        }
+        m.cleanup().unwrap();
+        assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
+        r.mock.assert_no_hazards();
+        (second, third)
+    };
+    // Shared: the second page behind the first, over granules 4-7, no
+    // call; the third finds nothing committed behind them: a reservation
+    // and a commit.
+    assert_eq!(run(true), ((true, 4 * g, 0), (false, 2)));
+    // Not shared: a reservation and a commit for each.
+    let (second, third) = run(false);
+    assert!(!second.0, "a reservation of its own");
+    assert_eq!((second.2, third), (2, (false, 2)));
+}
+
 /// `shed_partial_granules`: a page carved over part of an idle chunk wakes
 /// it whole (its rest stranded while the page lives) unless the page
 /// would leave at least that many of the chunk's granules unused, when the

@@ -179,7 +179,7 @@ impl<S: Storage> MemoryManager<S> {
     }
 
     /// Whether chunks of map `map` go back free of the churn budget: a
-    /// large page's own reservation, whose idle memory nothing else can
+    /// large-page reservation's, whose idle memory only large pages can
     /// use.
     pub(super) fn exempt(&self, map: u32) -> bool {
         let seg = self.seg();
@@ -187,7 +187,7 @@ impl<S: Storage> MemoryManager<S> {
     }
 
     /// Whether idle chunks of map `map` cannot serve a new page of lane
-    /// `lane`: a large page's own reservation serves no other page, and
+    /// `lane`: a large-page reservation serves no shared-lane page, and
     /// the shared lane's chunks serve no large page (its reservations are
     /// its own). Such chunks go back free of the churn budget once a commit
     /// would pass the trim floor: kept in the headroom, they are what

@@ -208,6 +208,7 @@ impl<S: Storage> MemoryManager<S> {
                 let policy = self.layout.policy();
                 Segment::new(r, align, policy.large_page_granules)
                     .aligning_pages(policy.aligned_page_granules)
+                    .sharing_large(policy.share_large_reservations)
             });
         self.pools.clear();
         let add = |pools: &mut Vec<Pool>, kind, page: u64, max_slice, cap| {

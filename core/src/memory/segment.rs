@@ -1,8 +1,9 @@
 //! Pages carved from reservations, over a storage with resizable pages
 //! (virtual memory): the manager reserves large address ranges, carves each
 //! pool's pages from them (best fit, neighbours coalesced; a large page
-//! at the start of an empty reservation of its own, see
-//! [`large`](super::large)), commits the chunks its pages need and
+//! in a reservation of large pages, at the start of an empty one or behind
+//! a live page over committed granules, see [`large`](super::large)),
+//! commits the chunks its pages need and
 //! decommits, in place and without a device synchronization, chunks no
 //! page uses when the memory is needed.
 //!
@@ -74,6 +75,9 @@ pub(super) struct Segment {
     /// boundary where their block leaves room
     /// (`MemoryPolicy::aligned_page_granules`; 0: never).
     pub aligned_granules: u32,
+    /// Large pages may go behind a live page over committed granules
+    /// (`MemoryPolicy::share_large_reservations`).
+    pub share_large: bool,
     pub engines: [SlicedEngine; LANES],
     pub reservations: Arena<Reservation>,
     pub chunks: ChunkTable,
@@ -103,6 +107,7 @@ impl Segment {
             terms,
             large: terms.granularity.saturating_mul(u64::from(large_granules)),
             aligned_granules: 0,
+            share_large: false,
             engines: [
                 SlicedEngine::new(align).best_fit(),
                 SlicedEngine::new(align).best_fit(),
@@ -110,6 +115,14 @@ impl Segment {
             reservations: Arena::new(),
             chunks: ChunkTable::new(terms.granularity),
         }
+    }
+
+    /// The same segment, carving large pages behind live ones over
+    /// committed granules when `share` is set (see
+    /// [`large_home`](Self::large_home)).
+    pub(super) fn sharing_large(mut self, share: bool) -> Self {
+        self.share_large = share;
+        self
     }
 
     /// The same segment, carving pages of at least `granules` whole
@@ -399,7 +412,7 @@ impl<S: Storage> MemoryManager<S> {
             // would pass the trim limit; idle chunks that cannot serve this
             // page already while it would pass the floor (no headroom keeps
             // them: in the headroom they are what raises the peak): those of
-            // large pages' own reservations, which serve no other page, and
+            // large pages' reservations, which serve no shared-lane page, and
             // for a large page those of the shared lane too.
             let floor = self.trim_floor();
             self.decommit_to_fit(need, floor, Some(lane), progress)?;

@@ -261,6 +261,7 @@ pub fn pick_layout(
                 strand_guard: StrandGuard::On,
                 aligned_page_granules: 1,
                 shed_partial_granules: 1,
+                share_large_reservations: false,
                 churn_budget: ChurnBudget::UNLIMITED,
             },
         ),

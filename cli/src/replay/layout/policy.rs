@@ -24,7 +24,8 @@ use super::values::{boolean, integer};
 const MEMBERS: &str = "favour, trim_before_grow, trim_headroom_shift, release_idle_after, \
      fit_slack_shift, page_rounding_shift, force_persistent, commit_step_shift, \
      split_boundaries, commit_piece_granules, large_page_granules, strand_guard, \
-     aligned_page_granules, shed_partial_granules, churn_budget, max_pages";
+     aligned_page_granules, shed_partial_granules, share_large_reservations, churn_budget, \
+     max_pages";
 
 /// `policy` parsed over `base` (the layout's own policy).
 pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileError> {
@@ -70,6 +71,9 @@ pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileE
             }
             "shed_partial_granules" => {
                 policy.shed_partial_granules = granules(value, &at, 0)?;
+            }
+            "share_large_reservations" => {
+                policy.share_large_reservations = boolean(value, &at)?;
             }
             "churn_budget" => {
                 policy.churn_budget = churn_budget(value, &at, policy.churn_budget)?;
@@ -198,6 +202,7 @@ mod tests {
                 "commit_step_shift": 5, "split_boundaries": true,
                 "commit_piece_granules": 4, "large_page_granules": 128, "strand_guard": "off",
                 "aligned_page_granules": 2, "shed_partial_granules": 32,
+                "share_large_reservations": false,
                 "churn_budget": {"per_reserve_ns": 0, "per_mib_ns": 300}}"#,
         )
         .unwrap();
@@ -211,6 +216,7 @@ mod tests {
             strand_guard: StrandGuard::Off,
             aligned_page_granules: 2,
             shed_partial_granules: 32,
+            share_large_reservations: false,
             churn_budget: ChurnBudget {
                 per_reserve_ns: 0,
                 per_mib_ns: 300,
@@ -328,7 +334,8 @@ mod tests {
         files.push((
             file_with(r#"{"strand": "on"}"#),
             "policy".into(),
-            "strand_guard, aligned_page_granules, shed_partial_granules, churn_budget",
+            "strand_guard, aligned_page_granules, shed_partial_granules, share_large_reservations, \
+             churn_budget",
         ));
         super::super::assert_format_errors(&files);
     }

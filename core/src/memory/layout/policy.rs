@@ -115,6 +115,17 @@ pub struct MemoryPolicy {
     /// driver model 32 closes the GRU's bytes for 4-8 % more predicted
     /// driver time on unseen workloads (BENCHMARKS.md section 6, round 22).
     pub shed_partial_granules: u32,
+    /// On a resizable storage, a large page (see `large_page_granules`)
+    /// may be carved behind a live large page, on a granule boundary,
+    /// where every granule it spans is committed already, instead of only
+    /// at the start of an empty reservation of its own. Large pages of
+    /// mixed sizes coming and going (a CNN trained at several resolutions)
+    /// otherwise found no empty reservation long enough, reserved a new one
+    /// and committed the page whole while the granules behind a smaller
+    /// page idled and were given back. On by default: over the driver
+    /// model it meets both figures on one more workload and costs none
+    /// (BENCHMARKS.md section 6, round 23).
+    pub share_large_reservations: bool,
     /// On a resizable storage, what decommits made by choice (trimming,
     /// the strand guard) may cost in estimated driver time, earned by the
     /// reserves (see [`ChurnBudget`]); past it, idle memory is kept.
@@ -167,6 +178,7 @@ impl Default for MemoryPolicy {
             strand_guard: StrandGuard::Adaptive,
             aligned_page_granules: 32,
             shed_partial_granules: 0,
+            share_large_reservations: true,
             // Chosen with the driver model (`memory_model` example, its
             // costs fitted to whole replays on the H200) over a grid of both
             // parts (BENCHMARKS.md section 3): the recorded traces keep

@@ -344,6 +344,23 @@ impl SlicedEngine {
         n.free.then_some(n.offset + n.size)
     }
 
+    /// The free blocks of the page whose first block is `first`, in
+    /// address order, as (block, offset, size), into `out`; returns how
+    /// many (at most `out.len()`: the first ones).
+    pub fn free_in_page(&self, first: u32, out: &mut [(u32, u64, u64)]) -> usize {
+        let mut n = 0;
+        let mut i = first;
+        while i != NIL && n < out.len() {
+            let b = &self.blocks[i as usize];
+            if b.free {
+                out[n] = (i, b.offset, b.size);
+                n += 1;
+            }
+            i = b.next_phys;
+        }
+        n
+    }
+
     /// The size of a block.
     pub fn block_size(&self, i: u32) -> u64 {
         self.blocks[i as usize].size

@@ -1,5 +1,6 @@
 //! The engine's tests: splits and merges, and a model check against a
-//! naive list of blocks.
+//! naive list of blocks (a page's free blocks walked in address order
+//! included).
 
 use super::*;
 use alloc::vec;
@@ -111,6 +112,24 @@ proptest! {
             let free: u64 = e.free_blocks().iter().map(|b| b.2).sum();
             let used: u64 = live.values().map(|v| v.0).sum();
             prop_assert_eq!(free + used, u64::from(pages) * page);
+            // A page's free blocks, walked from its first block: those of
+            // the model, in address order, the first `room` of them.
+            let room = usize::from(pick % 4) + 1;
+            for (p, &first) in firsts.iter().enumerate() {
+                let mut out = vec![(0u32, 0u64, 0u64); room];
+                let n = e.free_in_page(first, &mut out);
+                let got: Vec<_> = out[..n].iter().map(|&(b, o, s)| {
+                    prop_assert_eq!(e.block_size(b), s);
+                    Ok((p as u32, o, s))
+                }).collect::<Result<_, TestCaseError>>()?;
+                let want: Vec<_> = e
+                    .free_blocks()
+                    .into_iter()
+                    .filter(|b| b.0 == p as u32)
+                    .take(room)
+                    .collect();
+                prop_assert_eq!(got, want);
+            }
         }
         for (_, (_, block)) in core::mem::take(&mut live) {
             e.give(block);
