@@ -243,6 +243,24 @@ impl ChunkTable {
         n
     }
 
+    /// Whether every granule of `[lo, hi)` of `map` is committed (one step
+    /// per chunk; the first uncommitted granule ends the walk).
+    pub(super) fn covers(&self, map: u32, lo: u32, hi: u32) -> bool {
+        if hi > self.extent(map) {
+            return lo >= hi;
+        }
+        let mut g = lo;
+        while g < hi {
+            let c = self.at(map, g);
+            if c == NIL {
+                return false;
+            }
+            let ch = &self.chunks[c];
+            g = ch.start + ch.len;
+        }
+        true
+    }
+
     /// The first run of uncommitted granules in `[from, hi)`.
     pub(super) fn next_gap(&self, map: u32, from: u32, hi: u32) -> Option<(u32, u32)> {
         let extent = self.extent(map);
@@ -455,6 +473,30 @@ mod tests {
         let idle = t.release_span(map, 0, far, 1);
         assert_eq!(idle.chunks, 0, "the chunk had two users");
         assert!(t.steps.get() < 64, "{} granules looked up", t.steps.get());
+    }
+
+    /// `covers` against the naive count: a span is covered exactly when
+    /// every one of its granules is committed, and the walk takes one step
+    /// per chunk, not one per granule.
+    #[test]
+    fn a_span_is_covered_when_every_granule_is_committed() {
+        let mut t = ChunkTable::new(1);
+        let map = t.add_map(0).unwrap();
+        // Chunks over 0-2, 3-7, 10-11 and 12-1000; 2, 7-9 and 11 are gaps.
+        for (a, b) in [(0, 2), (3, 7), (10, 11), (12, 1000)] {
+            t.add(map, a, b, 0, 0).unwrap();
+        }
+        for lo in 0..40 {
+            for hi in lo..40 {
+                let naive = t.committed_in(map, lo, hi) == hi - lo;
+                assert_eq!(t.covers(map, lo, hi), naive, "[{lo}, {hi})");
+            }
+        }
+        assert!(!t.covers(map, 990, 1001), "past the extent");
+        assert!(t.covers(map, 5, 5), "an empty span");
+        t.steps.set(0);
+        assert!(t.covers(map, 12, 1000));
+        assert!(t.steps.get() <= 2, "{} granules looked up", t.steps.get());
     }
 
     #[test]

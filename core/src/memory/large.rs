@@ -105,7 +105,7 @@ impl Segment {
                     continue;
                 }
                 let (a, b) = self.chunks.span(start, bytes);
-                if self.chunks.committed_in(r.map, a, b) < whole {
+                if !self.chunks.covers(r.map, a, b) {
                     continue;
                 }
                 let spot = FreeBlock {
