@@ -27,8 +27,9 @@
 //! page whole, while trimming gave the idle granules behind the smaller
 //! page back. A page that fits on committed granules behind a live page
 //! takes them instead, on a granule boundary, so no granule is shared by
-//! two pages; never over a granule not committed, so a page's own
-//! reservation still grows only at its start.
+//! two pages (a chunk committed across the boundary is: the page that
+//! lives on keeps it committed); never over a granule not committed, so a
+//! page's own reservation still grows only at its start.
 //!
 //! The other pages share lane 0, best fit; a page of whole granules (at
 //! least `MemoryPolicy::aligned_page_granules`) goes on its block's first
