@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the HIP-on-CUDA shim where there is no GPU and no CUDA toolkit,
-# warnings as errors, and drives its fault switch (`switch_check.c`: a
+# warnings as errors, compiles the driver cost calibration against it, and
+# drives its fault switch (`switch_check.c`: a
 # faulted entry point answers before it reaches CUDA, so no driver is
 # needed). CUDA's headers and its runtime and NVRTC libraries come from
 # NVIDIA's CUDA 12.9 wheels on PyPI (~130 MB, downloaded once into WORK).
@@ -44,3 +45,7 @@ cc="${CC:-gcc}"
 "$cc" -std=c11 -O2 -Wall -Wextra -Werror -I"$cuda/include" -o "$work/switch_check" "$here/switch_check.c" \
     -L"$work/shim/lib" -l:libamdhip64.so -Wl,-rpath,"$work/shim/lib"
 "$work/switch_check"
+# The cost calibration runs only on a GPU; it is compiled here so that a
+# change to it is checked before a GPU is spent on it.
+"$cc" -std=c11 -O2 -Wall -Wextra -Werror -I"$cuda/include" -I"$here" -o "$work/calibrate" "$here/calibrate.c" \
+    -L"$work/shim/lib" -l:libamdhip64.so -Wl,-rpath,"$work/shim/lib"
