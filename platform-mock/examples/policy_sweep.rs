@@ -11,7 +11,8 @@
 //! strand guard: 0 off, 1 adaptive, 2 on), `align` (pages of at least this many
 //! whole granules on granule boundaries, 0: never), `shed` (shed partial idle chunks leaving this many granules
 //! unused, 0: off), `share` (large pages behind live ones over committed
-//! granules: 0 or 1). Prints one
+//! granules: 0 or 1), `keep` (keep large pages' bare reservations: 0 or
+//! 1). Prints one
 //! line per trace and touch mode (the recorded traces,
 //! `synthetic::workloads`, `synthetic::held_out` and the fresh sets of
 //! seeds 7919 and 104729; with `--seeds A..B`, the fresh sets of seeds
@@ -63,6 +64,7 @@ fn apply(mut policy: MemoryPolicy, settings: &str) -> Result<MemoryPolicy, Strin
             "align" => policy.aligned_page_granules = small()?,
             "shed" => policy.shed_partial_granules = small()?,
             "share" => policy.share_large_reservations = v != 0,
+            "keep" => policy.keep_bare_reservations = v != 0,
             "guard" => {
                 policy.strand_guard = match v {
                     0 => StrandGuard::Off,

@@ -583,6 +583,63 @@ fn a_large_page_goes_behind_a_live_one_over_committed_granules() {
     assert_eq!((second.2, third), (2, (false, 2)));
 }
 
+/// `keep_bare_reservations`: a large page freed, its chunk then trimmed
+/// for a shared page, leaves its reservation bare; kept, the next large
+/// page starts in it with no reservation call (and commits what it needs);
+/// not kept, the reservation went back with its last chunk and the next
+/// large page reserves a new one. `cleanup` gives a kept one back.
+#[test]
+fn a_large_pages_bare_reservation_is_kept_for_the_next_one() {
+    let g = 64 * KIB;
+    // Reservation calls so far (an address range: an allocation of no bytes).
+    let reserves = |mock: &MockPlatform| {
+        mock.calls()
+            .iter()
+            .filter(|c| {
+                matches!(
+                    c,
+                    Call::Alloc {
+                        memory: MemoryKind::Device,
+                        size: 0,
+                        ..
+                    }
+                )
+            })
+            .count()
+    };
+    // (the second large page's reservation is the first's, reservation
+    // calls it made, device bytes while it lives)
+    let run = |keep: bool| {
+        let r = rig(config(29));
+        let mut m = exact_manager_with(&r, |p| {
+            p.large_page_granules = 4;
+            p.keep_bare_reservations = keep;
+        });
+        let (first, r1) = m.reserve(8 * g).unwrap();
+        m.free(first).unwrap();
+        // Over the trim floor: the idle large chunk goes back for it.
+        let (small, _) = m.reserve(3 * g).unwrap();
+        assert_eq!(r.mock.memory_used(MemoryKind::Device), 3 * g, "trimmed");
+        let before = reserves(&r.mock);
+        let (second, r2) = m.reserve(8 * g).unwrap();
+        let figures = (
+            r2.page == r1.page,
+            reserves(&r.mock) - before,
+            r.mock.memory_used(MemoryKind::Device),
+        );
+        for h in [small, second] {
+            m.free(h).unwrap();
+        }
+        m.cleanup().unwrap();
+        assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
+        assert_eq!(m.address_space(), 0, "cleanup gives every reservation back");
+        r.mock.assert_no_hazards();
+        figures
+    };
+    assert_eq!(run(true), (true, 0, 11 * g));
+    assert_eq!(run(false), (false, 1, 11 * g));
+}
+
 /// `shed_partial_granules`: a page carved over part of an idle chunk wakes
 /// it whole (its rest stranded while the page lives) unless the page
 /// would leave at least that many of the chunk's granules unused, when the

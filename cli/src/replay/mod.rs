@@ -111,7 +111,7 @@ resizable (virtual-memory) storage:
                \"large_page_granules\": 384,
                \"strand_guard\": \"adaptive\",  (off, adaptive, on)
                \"aligned_page_granules\": 32, \"shed_partial_granules\": 0,
-               \"share_large_reservations\": true,
+               \"share_large_reservations\": true, \"keep_bare_reservations\": true,
                \"churn_budget\": {\"per_reserve_ns\": 500, \"per_mib_ns\": 150}}
                                            (or \"unlimited\")
 

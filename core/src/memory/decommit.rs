@@ -229,10 +229,14 @@ impl<S: Storage> MemoryManager<S> {
             self.books.committed -= bytes;
             moved.chunks += 1;
             moved.bytes += bytes;
-            // A large page's own reservation goes with its last chunk.
+            // A large page's own reservation goes with its last chunk,
+            // unless the policy keeps it for the next large page.
             let owner = self.seg().chunks.owner_of(ch.map);
             let r = self.seg().reservations[owner];
-            if usize::from(r.lane) == LARGE_LANE && r.pages == 0 && self.seg().chunks.is_bare(r.map)
+            if usize::from(r.lane) == LARGE_LANE
+                && r.pages == 0
+                && self.seg().chunks.is_bare(r.map)
+                && !self.layout.policy().keep_bare_reservations
             {
                 let seg = self.seg_mut();
                 seg.engines[LARGE_LANE].remove_page(r.first_block);

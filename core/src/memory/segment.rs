@@ -35,8 +35,9 @@
 //! periodic-release period, or until `cleanup` or an out-of-memory retry;
 //! never while a capture window is open on the manager or flushes are
 //! held for another stream's capture. Pages of at least
-//! `large_page_granules` live in reservations of their own, given back
-//! whole with their last chunk.
+//! `large_page_granules` live in reservations of large pages, kept for
+//! the next large page once bare (`MemoryPolicy::keep_bare_reservations`)
+//! or given back whole with their last chunk.
 
 use super::chunks::ChunkTable;
 use super::error::{MemoryError, OomCause};

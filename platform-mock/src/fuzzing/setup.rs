@@ -262,6 +262,7 @@ pub fn pick_layout(
                 aligned_page_granules: 1,
                 shed_partial_granules: 1,
                 share_large_reservations: false,
+                keep_bare_reservations: false,
                 churn_budget: ChurnBudget::UNLIMITED,
             },
         ),

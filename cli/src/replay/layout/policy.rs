@@ -24,8 +24,8 @@ use super::values::{boolean, integer};
 const MEMBERS: &str = "favour, trim_before_grow, trim_headroom_shift, release_idle_after, \
      fit_slack_shift, page_rounding_shift, force_persistent, commit_step_shift, \
      split_boundaries, commit_piece_granules, large_page_granules, strand_guard, \
-     aligned_page_granules, shed_partial_granules, share_large_reservations, churn_budget, \
-     max_pages";
+     aligned_page_granules, shed_partial_granules, share_large_reservations, \
+     keep_bare_reservations, churn_budget, max_pages";
 
 /// `policy` parsed over `base` (the layout's own policy).
 pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileError> {
@@ -74,6 +74,9 @@ pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileE
             }
             "share_large_reservations" => {
                 policy.share_large_reservations = boolean(value, &at)?;
+            }
+            "keep_bare_reservations" => {
+                policy.keep_bare_reservations = boolean(value, &at)?;
             }
             "churn_budget" => {
                 policy.churn_budget = churn_budget(value, &at, policy.churn_budget)?;
@@ -202,7 +205,7 @@ mod tests {
                 "commit_step_shift": 5, "split_boundaries": true,
                 "commit_piece_granules": 4, "large_page_granules": 128, "strand_guard": "off",
                 "aligned_page_granules": 2, "shed_partial_granules": 32,
-                "share_large_reservations": false,
+                "share_large_reservations": false, "keep_bare_reservations": false,
                 "churn_budget": {"per_reserve_ns": 0, "per_mib_ns": 300}}"#,
         )
         .unwrap();
@@ -217,6 +220,7 @@ mod tests {
             aligned_page_granules: 2,
             shed_partial_granules: 32,
             share_large_reservations: false,
+            keep_bare_reservations: false,
             churn_budget: ChurnBudget {
                 per_reserve_ns: 0,
                 per_mib_ns: 300,
@@ -335,7 +339,7 @@ mod tests {
             file_with(r#"{"strand": "on"}"#),
             "policy".into(),
             "strand_guard, aligned_page_granules, shed_partial_granules, share_large_reservations, \
-             churn_budget",
+             keep_bare_reservations, churn_budget",
         ));
         super::super::assert_format_errors(&files);
     }

@@ -128,6 +128,17 @@ pub struct MemoryPolicy {
     /// walls move by up to 6 % (mostly up) on unseen workloads
     /// (BENCHMARKS.md section 6, round 23).
     pub share_large_reservations: bool,
+    /// On a resizable storage, a large page's reservation whose last chunk
+    /// is decommitted stays reserved, for later large pages, instead of
+    /// going back with it (`cleanup` and the out-of-memory retry still
+    /// release it). Address space costs nothing. Over the driver model a
+    /// later large page then starts in a reservation it finds rather than
+    /// a new one: with `share_large_reservations`, both figures on one more
+    /// workload and none fewer, the held-out CNN's commits 1,057 -> 1,007.
+    /// What the model does not price, and no GPU has measured yet, is the
+    /// driver's cost for setting access on a range never mapped before,
+    /// which this avoids too (BENCHMARKS.md section 6, round 23).
+    pub keep_bare_reservations: bool,
     /// On a resizable storage, what decommits made by choice (trimming,
     /// the strand guard) may cost in estimated driver time, earned by the
     /// reserves (see [`ChurnBudget`]); past it, idle memory is kept.
@@ -181,6 +192,7 @@ impl Default for MemoryPolicy {
             aligned_page_granules: 32,
             shed_partial_granules: 0,
             share_large_reservations: true,
+            keep_bare_reservations: true,
             // Chosen with the driver model (`memory_model` example, its
             // costs fitted to whole replays on the H200) over a grid of both
             // parts (BENCHMARKS.md section 3): the recorded traces keep
