@@ -337,16 +337,25 @@ fn frees_in_stream_order_reuse_at_once_and_decommit_only_fenced_bytes() {
 /// Storage calls that take device memory or addresses (reserve, commit,
 /// alloc) so far.
 fn device_allocs(mock: &MockPlatform) -> usize {
+    device_allocs_of(mock, |_| true)
+}
+
+/// Address reservations so far (an allocation of no bytes).
+fn reserves(mock: &MockPlatform) -> usize {
+    device_allocs_of(mock, |size| size == 0)
+}
+
+/// The calls [`device_allocs`] counts whose size `which` accepts.
+fn device_allocs_of(mock: &MockPlatform, which: impl Fn(u64) -> bool) -> usize {
     mock.calls()
         .iter()
-        .filter(|c| {
-            matches!(
-                c,
-                Call::Alloc {
-                    memory: MemoryKind::Device,
-                    ..
-                }
-            )
+        .filter(|c| match c {
+            Call::Alloc {
+                memory: MemoryKind::Device,
+                size,
+                ..
+            } => which(*size),
+            _ => false,
         })
         .count()
 }
@@ -591,22 +600,6 @@ fn a_large_page_goes_behind_a_live_one_over_committed_granules() {
 #[test]
 fn a_large_pages_bare_reservation_is_kept_for_the_next_one() {
     let g = 64 * KIB;
-    // Reservation calls so far (an address range: an allocation of no bytes).
-    let reserves = |mock: &MockPlatform| {
-        mock.calls()
-            .iter()
-            .filter(|c| {
-                matches!(
-                    c,
-                    Call::Alloc {
-                        memory: MemoryKind::Device,
-                        size: 0,
-                        ..
-                    }
-                )
-            })
-            .count()
-    };
     // (the second large page's reservation is the first's, reservation
     // calls it made, device bytes while it lives)
     let run = |keep: bool| {
