@@ -130,23 +130,3 @@ fn switch() -> Result<Switch, HipError> {
             )
         })
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kind_of_hip_code;
-
-    #[test]
-    fn each_injected_status_is_of_the_kind_asked_for() {
-        for kind in [
-            ErrorKind::OutOfMemory,
-            ErrorKind::InvalidValue,
-            ErrorKind::Kernel,
-            ErrorKind::Other,
-        ] {
-            let status = status_of(kind).expect("a status");
-            assert_eq!(kind_of_hip_code(status as u32), kind, "{status}");
-        }
-        assert_eq!(status_of(ErrorKind::DeviceLost), None);
-    }
-}

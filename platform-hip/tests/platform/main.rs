@@ -21,6 +21,7 @@ fn main() -> std::process::ExitCode {
     runner::main(tests![
         not_available::constructor_without_runtime_is_not_available,
         not_available::error_kind_is_what_the_core_matches_on,
+        not_available::each_injected_status_is_of_the_kind_asked_for,
         not_available::a_runtime_lacking_entry_points_is_a_typed_error,
         not_available::a_runtime_that_cannot_be_loaded_says_why,
         not_available::a_runtime_with_a_fault_switch_is_driven_through_it,

@@ -243,6 +243,24 @@ pub fn error_kind_is_what_the_core_matches_on() -> Outcome {
     Ok(())
 }
 
+pub fn each_injected_status_is_of_the_kind_asked_for() -> Outcome {
+    // `faults::status_of`, the statuses the fault switch injects, classify
+    // as the kinds they stand for; a kind no fault stands for has none.
+    use streamcore::platform::ErrorKind;
+    use streamcore_hip::kind_of_hip_code;
+    for kind in [
+        ErrorKind::OutOfMemory,
+        ErrorKind::InvalidValue,
+        ErrorKind::Kernel,
+        ErrorKind::Other,
+    ] {
+        let status = faults::status_of(kind).expect("a status");
+        assert_eq!(kind_of_hip_code(status as u32), kind, "{status}");
+    }
+    assert_eq!(faults::status_of(ErrorKind::DeviceLost), None);
+    Ok(())
+}
+
 /// The number written just before `word` in `text` ("3 passed" → 3).
 fn count_before(text: &str, word: &str) -> Option<u64> {
     let at = text.find(&format!(" {word}"))?;
