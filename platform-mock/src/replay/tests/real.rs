@@ -17,11 +17,12 @@ fn real_dir(set: &str) -> PathBuf {
 /// driver ms x 10) of the default layout over the driver model.
 type Figures = (&'static str, u64, u64, u64, u64, u64);
 
-/// The figures of each of `names` in `tests/SET`.
-fn figures(set: &str, names: &[&'static str]) -> Vec<Figures> {
+/// Asserts that each workload of `expected` in `tests/SET` has the figures
+/// it lists.
+fn assert_figures(set: &str, expected: &[Figures]) {
     let props = H200_PROPERTIES;
     let mut got = Vec::new();
-    for &name in names {
+    for &(name, ..) in expected {
         let path = real_dir(set).join(format!("{name}.jsonl.gz"));
         let trace = Trace::load(path).unwrap();
         let layout = MemoryLayout::for_device(&props);
@@ -40,7 +41,7 @@ fn figures(set: &str, names: &[&'static str]) -> Vec<Figures> {
             (r.driver_ms() * 10.0).round() as u64,
         ));
     }
-    got
+    assert_eq!(got, expected);
 }
 
 /// The default layout's peak used / peak live for each real workload, with
@@ -68,8 +69,7 @@ fn the_real_workloads_hold_the_figures_the_gpu_measured() {
         ("unet_train", 10405, 10405, 103, 20, 47),
         ("vit_serving", 10528, 10559, 171, 91, 89),
     ];
-    let names = expected.map(|e| e.0);
-    assert_eq!(figures("real", &names), expected);
+    assert_figures("real", &expected);
 }
 
 /// The held-out set (`tests/real_held_out`, recorded after round 22's
@@ -97,6 +97,5 @@ fn the_held_out_real_workloads_hold_their_figures() {
         ("lstm_seq2seq_train", 11809, 11723, 106, 42, 59),
         ("moe_train", 10480, 10834, 108, 33, 51),
     ];
-    let names = expected.map(|e| e.0);
-    assert_eq!(figures("real_held_out", &names), expected);
+    assert_figures("real_held_out", &expected);
 }
