@@ -204,12 +204,7 @@ impl<S: Storage> MemoryManager<S> {
                 ..r
             })
             .filter(|r| r.granularity >= align && r.max_reservation >= r.granularity)
-            .map(|r| {
-                let policy = self.layout.policy();
-                Segment::new(r, align, policy.large_page_granules)
-                    .aligning_pages(policy.aligned_page_granules)
-                    .sharing_large(policy.share_large_reservations)
-            });
+            .map(|r| Segment::new(r, align, self.layout.policy()));
         self.pools.clear();
         let add = |pools: &mut Vec<Pool>, kind, page: u64, max_slice, cap| {
             // Layouts bound page sizes by `MAX_REQUEST` and alignments by

@@ -42,6 +42,7 @@
 use super::chunks::ChunkTable;
 use super::error::{MemoryError, OomCause};
 use super::large::LARGE_LANE;
+use super::layout::MemoryPolicy;
 use super::manager::{MAX_HELD, MemoryManager};
 use super::progress::Progress;
 use super::rounding::{round_up, shr};
@@ -77,7 +78,8 @@ pub(super) struct Segment {
     /// (`MemoryPolicy::aligned_page_granules`; 0: never).
     pub aligned_granules: u32,
     /// Large pages may go behind a live page over committed granules
-    /// (`MemoryPolicy::share_large_reservations`).
+    /// (`MemoryPolicy::share_large_reservations`; see
+    /// [`large_home`](Self::large_home)).
     pub share_large: bool,
     pub engines: [SlicedEngine; LANES],
     pub reservations: Arena<Reservation>,
@@ -101,14 +103,17 @@ pub(super) struct Carving {
 const LANES: usize = 2;
 
 impl Segment {
-    /// Reservations of a storage with `terms`, pages aligned to `align`;
-    /// pages of at least `large_granules` granules are large.
-    pub(super) fn new(terms: ResizableTerms, align: u64, large_granules: u32) -> Self {
+    /// Reservations of a storage with `terms`, pages aligned to `align`,
+    /// placed as `policy` says (which pages are large, which go on granule
+    /// boundaries, whether large pages go behind live ones).
+    pub(super) fn new(terms: ResizableTerms, align: u64, policy: &MemoryPolicy) -> Self {
         Self {
             terms,
-            large: terms.granularity.saturating_mul(u64::from(large_granules)),
-            aligned_granules: 0,
-            share_large: false,
+            large: terms
+                .granularity
+                .saturating_mul(u64::from(policy.large_page_granules)),
+            aligned_granules: policy.aligned_page_granules,
+            share_large: policy.share_large_reservations,
             engines: [
                 SlicedEngine::new(align).best_fit(),
                 SlicedEngine::new(align).best_fit(),
@@ -116,22 +121,6 @@ impl Segment {
             reservations: Arena::new(),
             chunks: ChunkTable::new(terms.granularity),
         }
-    }
-
-    /// The same segment, carving large pages behind live ones over
-    /// committed granules when `share` is set (see
-    /// [`large_home`](Self::large_home)).
-    pub(super) fn sharing_large(mut self, share: bool) -> Self {
-        self.share_large = share;
-        self
-    }
-
-    /// The same segment, carving pages of at least `granules` whole
-    /// granules on granule boundaries (0: never; see
-    /// [`placement`](Self::placement)).
-    pub(super) fn aligning_pages(mut self, granules: u32) -> Self {
-        self.aligned_granules = granules;
-        self
     }
 
     /// The size of a carved page for a request of `rounded` bytes: the
