@@ -26,8 +26,9 @@
 //! the ones the H200 shows for the same policy (BENCHMARKS.md section 6);
 //! the walls are estimates. With `--calls`, each line goes on with what
 //! the estimate is made of (for fitting the driver table to the H200's
-//! measured walls): reserves, committed MiB, decommits, decommitted MiB
-//! and events.
+//! measured walls): reserves, committed MiB, decommits, decommitted MiB,
+//! events, and the commits into never-mapped granules of their
+//! reservation with those granules' MiB.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -182,12 +183,14 @@ fn main() -> ExitCode {
                     if calls {
                         let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
                         out!(
-                            " {} {:.1} {} {:.1} {}",
+                            " {} {:.1} {} {:.1} {} {} {:.1}",
                             s.reserves,
                             mib(s.committed_bytes),
                             s.decommits,
                             mib(s.decommitted_bytes),
-                            r.events
+                            r.events,
+                            s.fresh_commits,
+                            mib(s.fresh_committed_bytes)
                         );
                     }
                     outln!();

@@ -9,6 +9,7 @@
 //! driver packs them), a committed chunk costs its bytes until decommitted,
 //! and every call adds its cost to an estimated driver time.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::vec::Vec;
@@ -39,6 +40,8 @@ struct Books {
     decommits: u64,
     committed_bytes: u64,
     decommitted_bytes: u64,
+    fresh_commits: u64,
+    fresh_bytes: u64,
     driver_ns: u64,
 }
 
@@ -123,6 +126,12 @@ pub struct StorageStats {
     pub committed_bytes: u64,
     /// Bytes decommitted over the whole run (each decommit counted).
     pub decommitted_bytes: u64,
+    /// Commits that mapped at least one granule never mapped before in
+    /// their reservation (since it was reserved).
+    pub fresh_commits: u64,
+    /// Bytes of those never-mapped granules, over the whole run: what a
+    /// commit maps into a part of its reservation for the first time.
+    pub fresh_committed_bytes: u64,
     /// Estimated driver time of every call, from the storages' terms, in
     /// nanoseconds.
     pub driver_ns: u64,
@@ -200,6 +209,8 @@ impl Accounting {
             decommits: b.decommits,
             committed_bytes: b.committed_bytes,
             decommitted_bytes: b.decommitted_bytes,
+            fresh_commits: b.fresh_commits,
+            fresh_committed_bytes: b.fresh_bytes,
             driver_ns: b.driver_ns,
         }
     }
@@ -233,11 +244,44 @@ impl PlatformError for CountingError {
 enum Held {
     /// A page: what it costs directly, or packed.
     Page { size: u64, direct: u64, packed: u64 },
-    /// A reservation: its size and committed chunks (offset → length).
+    /// A reservation: its size, committed chunks (offset → length) and
+    /// every part ever mapped since it was reserved.
     Range {
         size: u64,
         chunks: FxHashMap<u64, u64>,
+        mapped: Intervals,
     },
+}
+
+/// Disjoint, non-touching half-open intervals (start → end).
+#[derive(Debug, Default)]
+struct Intervals(BTreeMap<u64, u64>);
+
+impl Intervals {
+    /// Adds `[start, end)`; returns how many of its bytes were not in the
+    /// set before.
+    fn insert(&mut self, start: u64, end: u64) -> u64 {
+        let mut lo = start;
+        let mut hi = end;
+        let mut covered = 0;
+        // The interval that starts at or before `start` and reaches it.
+        if let Some((&s, &e)) = self.0.range(..=start).next_back() {
+            if e >= start {
+                covered += e.min(end).saturating_sub(start);
+                lo = s;
+                hi = hi.max(e);
+                self.0.remove(&s);
+            }
+        }
+        // Those starting inside (or touching the end of) the new one.
+        while let Some((&s, &e)) = self.0.range(start..=end).next() {
+            covered += e.min(end).saturating_sub(s);
+            hi = hi.max(e);
+            self.0.remove(&s);
+        }
+        self.0.insert(lo, hi);
+        (end - start) - covered
+    }
 }
 
 /// A [`Storage`] that hands out page ids and counts bytes as its driver
@@ -427,6 +471,7 @@ impl Storage for CountingStorage {
             Held::Range {
                 size,
                 chunks: FxHashMap::default(),
+                mapped: Intervals::default(),
             },
         );
         Ok(PageId(id))
@@ -436,7 +481,12 @@ impl Storage for CountingStorage {
         let Some(r) = self.terms.resizable else {
             return Err(Self::refuse(ErrorKind::InvalidValue, len));
         };
-        let Some(Held::Range { size, chunks }) = self.live.get_mut(&page.0) else {
+        let Some(Held::Range {
+            size,
+            chunks,
+            mapped,
+        }) = self.live.get_mut(&page.0)
+        else {
             return Err(Self::refuse(ErrorKind::InvalidValue, len));
         };
         let end = offset.checked_add(len);
@@ -455,6 +505,11 @@ impl Storage for CountingStorage {
         b.allocs += 1;
         b.committed_bytes += len;
         b.driver_ns = b.driver_ns.saturating_add(self.terms.costs.commit.of(len));
+        let fresh = mapped.insert(offset, offset + len);
+        if fresh > 0 {
+            b.fresh_commits += 1;
+            b.fresh_bytes += fresh;
+        }
         chunks.insert(offset, len);
         Ok(())
     }

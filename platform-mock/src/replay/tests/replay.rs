@@ -217,6 +217,63 @@ fn the_counting_storage_charges_the_drivers_terms() {
     assert_eq!(st.committed_bytes, 8 * mib);
 }
 
+/// The counting storage's fresh-range figures (commits into granules their
+/// reservation never mapped) against a naive model: one flag per granule,
+/// cleared only by a new reservation, over random commit and decommit
+/// sequences in two reservations.
+#[test]
+fn fresh_commits_count_granules_never_mapped_in_their_reservation() {
+    use proptest::prelude::*;
+    use streamcore::platform::Storage;
+    let mib = 1u64 << 20;
+    let g = 2 * mib;
+    const GRANULES: u64 = 24;
+    let ops = proptest::collection::vec((0..3u8, 0..2usize, 0..GRANULES, 1..6u64), 1..80);
+    proptest!(ProptestConfig::with_cases(200), |(ops in ops)| {
+        let acc = Accounting::new();
+        let mut v = CountingStorage::with_model(acc.clone(), 256, DriverModel::Vmm);
+        let mut pages = [v.reserve(GRANULES * g).unwrap(), v.reserve(GRANULES * g).unwrap()];
+        // The model: per reservation, granules ever mapped and live chunks.
+        let mut mapped = [[false; GRANULES as usize]; 2];
+        let mut chunks: [Vec<(u64, u64)>; 2] = [Vec::new(), Vec::new()];
+        let (mut fresh_commits, mut fresh_bytes) = (0u64, 0u64);
+        for (op, r, at, len) in ops {
+            match op {
+                0 => {
+                    let end = at + len;
+                    let overlaps = chunks[r].iter().any(|&(o, l)| o < end && at < o + l);
+                    let ok = v.commit(pages[r], at * g, len * g).is_ok();
+                    prop_assert_eq!(ok, end <= GRANULES && !overlaps);
+                    if ok {
+                        let new = (at..end).filter(|&i| !mapped[r][i as usize]).count() as u64;
+                        if new > 0 {
+                            fresh_commits += 1;
+                            fresh_bytes += new * g;
+                        }
+                        (at..end).for_each(|i| mapped[r][i as usize] = true);
+                        chunks[r].push((at, len));
+                    }
+                }
+                1 => {
+                    if let Some((o, l)) = chunks[r].pop() {
+                        v.decommit(pages[r], o * g, l * g).unwrap();
+                    }
+                }
+                _ => {
+                    // A new reservation in place of an empty one.
+                    if chunks[r].is_empty() {
+                        v.dealloc(pages[r]);
+                        pages[r] = v.reserve(GRANULES * g).unwrap();
+                        mapped[r] = [false; GRANULES as usize];
+                    }
+                }
+            }
+            let st = acc.stats();
+            prop_assert_eq!((st.fresh_commits, st.fresh_committed_bytes), (fresh_commits, fresh_bytes));
+        }
+    });
+}
+
 /// What the driver model predicts for each recorded trace through the
 /// default layout, held as figures (deterministic; the model's own time,
 /// not a measurement): the H200's virtual-memory route and the `hipMalloc`
