@@ -560,6 +560,7 @@ fn a_large_page_goes_behind_a_live_one_over_committed_granules() {
             p.large_page_granules = 4;
             p.commit_piece_granules = 4;
             p.share_large_reservations = share;
+            p.large_page_space = false;
         });
         let (big, _) = m.reserve(8 * g).unwrap();
         m.free(big).unwrap();
@@ -607,6 +608,7 @@ fn a_large_pages_bare_reservation_is_kept_for_the_next_one() {
         let mut m = exact_manager_with(&r, |p| {
             p.large_page_granules = 4;
             p.keep_bare_reservations = keep;
+            p.large_page_space = false;
         });
         let (first, r1) = m.reserve(8 * g).unwrap();
         m.free(first).unwrap();
@@ -631,6 +633,87 @@ fn a_large_pages_bare_reservation_is_kept_for_the_next_one() {
     };
     assert_eq!(run(true), (true, 0, 11 * g));
     assert_eq!(run(false), (false, 1, 11 * g));
+}
+
+/// `large_page_space`: two large pages side by side, both freed, leave
+/// their granules committed; a page of both their sizes lands over them
+/// in the one space with no call, where in reservations of their own it
+/// finds half of it committed at the start of one and commits the rest.
+#[test]
+fn large_pages_share_one_space_over_what_others_left() {
+    let g = 64 * KIB;
+    // (the third page starts where the first did, storage commits and
+    // reservations for it)
+    let run = |space: bool| {
+        let r = rig(config(31));
+        let mut m = exact_manager_with(&r, |p| {
+            p.large_page_granules = 4;
+            p.commit_piece_granules = 4;
+            p.large_page_space = space;
+        });
+        let (a, ra) = m.reserve(4 * g).unwrap();
+        let (b, _) = m.reserve(4 * g).unwrap();
+        m.free(a).unwrap();
+        m.free(b).unwrap();
+        let (calls, reserved) = (device_allocs(&r.mock), reserves(&r.mock));
+        let (c, rc) = m.reserve(8 * g).unwrap();
+        let figures = (
+            rc.page == ra.page && rc.offset == ra.offset,
+            device_allocs(&r.mock) - calls,
+            reserves(&r.mock) - reserved,
+        );
+        m.free(c).unwrap();
+        m.cleanup().unwrap();
+        assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
+        r.mock.assert_no_hazards();
+        figures
+    };
+    assert_eq!(run(true), (true, 0, 0));
+    assert_eq!(run(false), (true, 1, 0));
+}
+
+/// `large_page_space`: a buffer growing a page at a time (the next page
+/// reserved, then the one before freed) takes its first steps in the one
+/// space; once a live step is two steps deep, its next, larger page gets a
+/// reservation of its own, twice its size, and the steps after it take
+/// turns in two such reservations as they do without the space (each
+/// finding the one the step before last left, committed over what that
+/// step used).
+#[test]
+fn a_growing_buffers_later_steps_get_reservations_of_their_own() {
+    let g = 64 * KIB;
+    let r = rig(config(37));
+    let mut m = exact_manager_with(&r, |p| {
+        p.large_page_granules = 4;
+        p.large_page_space = true;
+    });
+    let (mut live, first) = m.reserve(4 * g).unwrap();
+    // (the reservation of each step, and the reservation calls it made)
+    let mut steps = Vec::new();
+    for granules in 5..=9 {
+        let before = reserves(&r.mock);
+        let (next, at) = m.reserve(granules * g).unwrap();
+        m.free(live).unwrap();
+        live = next;
+        steps.push((at.page, reserves(&r.mock) - before));
+    }
+    let pages: Vec<_> = steps.iter().map(|s| s.0).collect();
+    let calls: Vec<_> = steps.iter().map(|s| s.1).collect();
+    assert_eq!(
+        (pages[0], pages[1]),
+        (first.page, first.page),
+        "5 and 6 granules in the space"
+    );
+    assert!(
+        pages[2] != first.page && pages[3] != pages[2] && pages[3] != first.page,
+        "7 and 8 granules in reservations of their own: {pages:?}"
+    );
+    assert_eq!(pages[4], pages[2], "9 granules where 7 were");
+    assert_eq!(calls, [0, 0, 1, 1, 0]);
+    m.free(live).unwrap();
+    m.cleanup().unwrap();
+    assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
+    r.mock.assert_no_hazards();
 }
 
 /// `shed_partial_granules`: a page carved over part of an idle chunk wakes

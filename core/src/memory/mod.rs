@@ -81,6 +81,7 @@ mod decommit;
 mod error;
 mod free;
 mod grow;
+mod growth;
 mod guard;
 mod handle;
 mod large;
@@ -97,6 +98,7 @@ mod rounding;
 mod segment;
 mod size_index;
 mod slots;
+mod space;
 mod tlsf;
 
 pub use budget::ChurnBudget;

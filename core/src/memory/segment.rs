@@ -41,11 +41,13 @@
 
 use super::chunks::ChunkTable;
 use super::error::{MemoryError, OomCause};
+use super::growth::{GrowthSteps, LargePage};
 use super::large::LARGE_LANE;
 use super::layout::MemoryPolicy;
 use super::manager::{MAX_HELD, MemoryManager};
 use super::progress::Progress;
 use super::rounding::{round_up, shr};
+use super::space::SPACE_LANE;
 use super::tlsf::SlicedEngine;
 use crate::arena::{Arena, NIL};
 use crate::platform::{ErrorKind, PageId, PlatformError, ResizableTerms, Storage};
@@ -81,6 +83,13 @@ pub(super) struct Segment {
     /// (`MemoryPolicy::share_large_reservations`; see
     /// [`large_home`](Self::large_home)).
     pub share_large: bool,
+    /// Large pages share one address space (lane 2), but for growing
+    /// buffers' steps (`MemoryPolicy::large_page_space`; see
+    /// [`space`](super::space)).
+    pub large_space: bool,
+    /// The growth steps among the live large pages (tracked only with
+    /// `large_space`).
+    pub growth: GrowthSteps,
     pub engines: [SlicedEngine; LANES],
     pub reservations: Arena<Reservation>,
     pub chunks: ChunkTable,
@@ -98,9 +107,14 @@ pub(super) struct Carving {
     pub block: u32,
 }
 
-/// Large pages are carved from reservations of their own (lane 1, see
-/// [`large`](super::large)), the others share lane 0.
-const LANES: usize = 2;
+/// Pages below the large-page size share lane 0; large pages are carved
+/// from reservations of their own (lane 1, see [`large`](super::large)),
+/// or with `MemoryPolicy::large_page_space` from one space they share
+/// (lane 2, see [`space`](super::space)) but for growing buffers' steps.
+const LANES: usize = 3;
+
+/// The lane of pages below the large-page size.
+pub(super) const SHARED_LANE: usize = 0;
 
 impl Segment {
     /// Reservations of a storage with `terms`, pages aligned to `align`,
@@ -114,7 +128,10 @@ impl Segment {
                 .saturating_mul(u64::from(policy.large_page_granules)),
             aligned_granules: policy.aligned_page_granules,
             share_large: policy.share_large_reservations,
+            large_space: policy.large_page_space,
+            growth: GrowthSteps::default(),
             engines: [
+                SlicedEngine::new(align).best_fit(),
                 SlicedEngine::new(align).best_fit(),
                 SlicedEngine::new(align).best_fit(),
             ],
@@ -138,6 +155,29 @@ impl Segment {
             round_up(rounded, self.chunks.granule())
         } else {
             round_up(rounded, align)
+        }
+    }
+
+    /// The lane a new page of `bytes` goes to: the shared lane below the
+    /// large-page size; from it, the large lane, or with `large_space` the
+    /// space lane unless the page is taken for a growing buffer's next
+    /// step (see [`growth`](super::growth)).
+    pub(super) fn lane_for(&self, bytes: u64) -> usize {
+        if bytes < self.large {
+            SHARED_LANE
+        } else if self.large_space && !self.growth.is_next_step(bytes) {
+            SPACE_LANE
+        } else {
+            LARGE_LANE
+        }
+    }
+
+    /// The large page carved as `block` of `lane`, for the growth tracker.
+    fn large_page(&self, lane: usize, block: u32) -> LargePage {
+        LargePage {
+            lane: lane as u8,
+            block,
+            size: self.engines[lane].block_size(block),
         }
     }
 
@@ -192,7 +232,7 @@ impl<S: Storage> MemoryManager<S> {
         rounded: u64,
         progress: &mut dyn Progress,
     ) -> Res<Carving, S> {
-        let lane = usize::from(bytes >= self.seg().large);
+        let lane = self.seg().lane_for(bytes);
         let c = match self.seg_mut().take_in(lane, bytes) {
             Some(c) => c,
             None => {
@@ -210,7 +250,13 @@ impl<S: Storage> MemoryManager<S> {
             reservation: c.page,
             block: c.block,
         };
-        self.seg_mut().reservations[c.page].pages += 1;
+        let stamp = self.books.reserves;
+        let seg = self.seg_mut();
+        seg.reservations[c.page].pages += 1;
+        if lane != SHARED_LANE && seg.large_space {
+            let page = seg.large_page(lane, c.block);
+            seg.growth.carved(stamp, page);
+        }
         if let Err(e) = self.back(carving, bytes, rounded, progress) {
             let now = self.books.reserves;
             self.uncarve(carving, bytes, false, now);
@@ -232,8 +278,13 @@ impl<S: Storage> MemoryManager<S> {
     /// back to its reservation's free space; the page still counts in its
     /// reservation and its chunks.
     pub(super) fn give_space(&mut self, c: Carving) {
+        let stamp = self.books.reserves;
         let seg = self.seg_mut();
         let lane = usize::from(seg.reservations[c.reservation].lane);
+        if lane != SHARED_LANE && seg.large_space {
+            let page = seg.large_page(lane, c.block);
+            seg.growth.freed(stamp, page);
+        }
         seg.engines[lane].give(c.block);
     }
 
@@ -257,7 +308,7 @@ impl<S: Storage> MemoryManager<S> {
     /// placement, the same chunks.
     pub(super) fn recarve(&mut self, c: Carving, bytes: u64) -> Option<u32> {
         let seg = self.seg_mut();
-        let lane = usize::from(bytes >= seg.large);
+        let lane = usize::from(seg.reservations[c.reservation].lane);
         // The page still counts in its reservation: as released, it would
         // leave that reservation empty.
         let f = seg.placement(lane, bytes, c.reservation)?;
@@ -495,7 +546,7 @@ impl<S: Storage> MemoryManager<S> {
             return need;
         }
         if policy.trim_before_grow {
-            let owed = if lane == LARGE_LANE {
+            let owed = if lane != SHARED_LANE {
                 0
             } else {
                 self.books.owed_large

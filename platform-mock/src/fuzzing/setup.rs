@@ -263,6 +263,7 @@ pub fn pick_layout(
                 shed_partial_granules: 1,
                 share_large_reservations: false,
                 keep_bare_reservations: false,
+                large_page_space: false,
                 churn_budget: ChurnBudget::UNLIMITED,
             },
         ),

@@ -298,8 +298,12 @@ fn the_driver_model_holds_its_figures_per_trace() {
         // rounded to 1/128 and commits reaching into the trim headroom).
         // Round 9 (a large page's idle reservation trimmed to the trim
         // floor, and the others' commits not reaching into the room it
-        // gave back): the same ratio for 276 commits.
-        ("gpt2_train", DriverModel::Vmm, 10184, 276, 276, 43, 126),
+        // gave back): the same ratio for 276 commits. Round 24 (large
+        // pages in one space but for growing buffers' steps): 293 commits
+        // and 60 decommits (14.3 ms; 276, 43 and 12.6 before): its logits'
+        // first steps land in the space, where trimming takes back what
+        // the next step needs.
+        ("gpt2_train", DriverModel::Vmm, 10184, 293, 293, 60, 143),
         // ResNet-50: the same 1.0041 for 40 more commits (was 122 and no
         // decommit, 4.8 ms; 1.0048, 152 + 2 at 1/32 rounding). Round 22,
         // pages of 32 whole granules or more on granule boundaries: 1.0055
@@ -409,14 +413,16 @@ fn the_held_out_set_is_other_traces_of_the_same_families() {
 /// with whole chunks), and again in round 9, when a large page's idle
 /// reservation went back down to the trim floor (273 commits, 41
 /// decommits before). ResNet-50 moved in round 22 (pages of 32 whole
-/// granules or more on granule boundaries; 1.0041 for 162 commits before).
+/// granules or more on granule boundaries; 1.0041 for 162 commits before),
+/// GPT-2 in round 24 (large pages in one space but for growing buffers'
+/// steps: 276 commits, 43 decommits, 4 waits before).
 #[test]
 fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
     let dir = traces_dir();
     let props = H200_PROPERTIES;
     // (trace, ratio x 1e4, commits, decommits, waits)
     let expected: [(&str, u64, u64, u64, u64); 4] = [
-        ("gpt2_train", 10184, 276, 43, 4),
+        ("gpt2_train", 10184, 293, 60, 6),
         ("resnet50_train", 10055, 176, 2, 2),
         ("llama_decode", 10174, 81, 0, 0),
         ("two_stream_pipeline", 10062, 9, 0, 0),
@@ -532,13 +538,18 @@ fn frees_in_stream_order_keep_the_figures_with_a_few_waits() {
 /// 120 fresh serving workloads as many ratios went down as up, the
 /// geometric mean unchanged, BENCHMARKS.md section 6); growing pair
 /// 766 + 661, 66.3 ms.
+///
+/// Moved in round 24: large pages share one space but for growing
+/// buffers' steps, whose first two steps land in the space. Before, same
+/// order: growing cache 297 + 217, 20.7 ms; growing pair 769 + 654,
+/// 65.7 ms.
 #[test]
 fn the_driver_model_holds_its_figures_on_unseen_workloads() {
     // (workload, ratio x 1e4 books, malloc, vmm; vmm commits, decommits,
     // driver ms x 10)
     let expected: [(&str, u64, u64, u64, u64, u64, u64); 10] = [
         ("syn_three_phases", 10078, 10933, 10005, 247, 0, 82),
-        ("syn_growing_cache", 10022, 10048, 10005, 297, 217, 207),
+        ("syn_growing_cache", 10022, 10048, 10005, 316, 237, 228),
         ("syn_random_lifetimes", 10078, 10889, 10889, 165, 74, 83),
         ("syn_three_streams", 10779, 11149, 11601, 173, 88, 95),
         ("syn_huge_transients", 10078, 11334, 10006, 151, 14, 58),
@@ -546,7 +557,7 @@ fn the_driver_model_holds_its_figures_on_unseen_workloads() {
         ("syn_serving", 10325, 10504, 11195, 1137, 913, 869),
         ("syn_pinned_fragments", 10076, 10637, 10404, 40, 5, 15),
         ("syn_random_lifetimes_b", 10078, 10345, 12426, 142, 49, 72),
-        ("syn_growing_pair", 10053, 10068, 10001, 769, 654, 657),
+        ("syn_growing_pair", 10053, 10068, 10001, 922, 816, 822),
     ];
     let workloads = crate::replay::synthetic::workloads();
     assert_eq!(workloads.len(), expected.len(), "every workload is held");
