@@ -17,7 +17,7 @@ use std::vec::Vec;
 use streamcore::hash::FxHashMap;
 use streamcore::platform::{CallCost, ErrorKind, PageId, PlatformError, Storage, StorageTerms};
 
-use super::driver_model::{DriverModel, H200};
+use super::driver_model::{DriverModel, H200, squared_ns};
 
 #[derive(Debug, Default)]
 struct Books {
@@ -293,6 +293,9 @@ pub struct CountingStorage {
     terms: StorageTerms,
     /// What an alloc or release of a packed page costs.
     packed_cost: CallCost,
+    /// Picoseconds per MiB squared a commit or decommit costs beyond its
+    /// terms (`DriverTable::chunk_squared_ps`; 0: none).
+    squared_ps: u64,
     next_id: u64,
     live: FxHashMap<u64, Held>,
     /// Pages (and ranges) deallocated: (direct, packed) bytes to let go.
@@ -310,6 +313,7 @@ impl CountingStorage {
     pub fn with_model(accounting: Accounting, alignment: u64, model: DriverModel) -> Self {
         let mut s = Self::with_terms(accounting, alignment, model.terms(&H200, alignment));
         s.packed_cost = H200.packed;
+        s.squared_ps = H200.chunk_squared_ps;
         s
     }
 
@@ -326,6 +330,7 @@ impl CountingStorage {
             alignment,
             terms,
             packed_cost: terms.costs.alloc,
+            squared_ps: 0,
             next_id: 1,
             live: FxHashMap::default(),
             pending: Vec::new(),
@@ -504,7 +509,10 @@ impl Storage for CountingStorage {
         b.commits += 1;
         b.allocs += 1;
         b.committed_bytes += len;
-        b.driver_ns = b.driver_ns.saturating_add(self.terms.costs.commit.of(len));
+        b.driver_ns = b
+            .driver_ns
+            .saturating_add(self.terms.costs.commit.of(len))
+            .saturating_add(squared_ns(self.squared_ps, len));
         let fresh = mapped.insert(offset, offset + len);
         if fresh > 0 {
             b.fresh_commits += 1;
@@ -529,7 +537,8 @@ impl Storage for CountingStorage {
         b.decommitted_bytes += len;
         b.driver_ns = b
             .driver_ns
-            .saturating_add(self.terms.costs.decommit.of(len));
+            .saturating_add(self.terms.costs.decommit.of(len))
+            .saturating_add(squared_ns(self.squared_ps, len));
         Ok(())
     }
 }

@@ -40,6 +40,11 @@ pub struct DriverTable {
     pub vmm_granularity: u64,
     /// The largest range one reservation spans.
     pub max_reservation: u64,
+    /// Picoseconds per MiB squared that a commit and a decommit each cost
+    /// beyond their linear terms (`commit`, `decommit`): the driver's
+    /// price per MiB grows with the chunk. Charged by the counting storage,
+    /// not declared to the policy (see [`H200`]).
+    pub chunk_squared_ps: u64,
     /// Host time per trace event of a replay on the GPU's machine outside
     /// the driver (the replay loop and the pools' bookkeeping): with the
     /// driver time, the predicted wall time.
@@ -52,6 +57,19 @@ impl DriverTable {
     pub fn predicted_wall_ms(&self, events: u64, driver_ns: u64) -> f64 {
         (driver_ns as f64 + events as f64 * self.host_event_ns as f64) / 1e6
     }
+
+    /// Nanoseconds a commit or decommit of `bytes` costs beyond its linear
+    /// terms ([`chunk_squared_ps`](Self::chunk_squared_ps)), saturating.
+    pub fn chunk_squared_ns(&self, bytes: u64) -> u64 {
+        squared_ns(self.chunk_squared_ps, bytes)
+    }
+}
+
+/// Nanoseconds `ps` picoseconds per MiB squared come to for a call of
+/// `bytes` (whole MiB), saturating.
+pub(super) fn squared_ns(ps: u64, bytes: u64) -> u64 {
+    let mib = u128::from(bytes >> 20);
+    u64::try_from(mib * mib * u128::from(ps) / 1000).unwrap_or(u64::MAX)
 }
 
 /// The H200's properties as the recorded traces saw them (141 GB, pages
@@ -112,6 +130,23 @@ pub const H200_PROPERTIES: DeviceProperties = DeviceProperties {
 ///   packed pages); `calibrate.c`'s pair of ~64 µs maps and unmaps the
 ///   shared chunk each time.
 ///
+/// - The squared part of a commit's and a decommit's cost, 245 ps per MiB
+///   squared each ([`chunk_squared_ps`](DriverTable::chunk_squared_ps)):
+///   fitted in round 24 on an H100 (main 6d26125) to 40 whole replays,
+///   one process each (the 16 recorded and real traces under two layouts,
+///   twice; the held-out CNN under eight layouts, twice; BENCHMARKS.md
+///   section 6), as measured wall = h x (the terms above) + q x (the sum
+///   over commits and decommits of their MiB squared): h = 1.27 (that
+///   host against this table's), q = 312 ps there, 245 here. Large pages
+///   committed as one chunk each (up to 6 GiB) took 2-4x what the linear
+///   terms predicted (scaled by h, the 40 walls within 11 % on average,
+///   66 % at most; with the squared part 8 %, 23 % at most). `calibrate.c` agrees on the shape
+///   (unmap + release of one chunk: 0.55 µs/MiB from 256 MiB up, under
+///   0.1 below). Only the model charges it: the policy's commit pieces
+///   (64 granules, 128 MiB) cost at most 4 µs more a call with it, and
+///   declaring it to the churn budget moved 4 of the 132 scored rows
+///   with no GPU measurement behind the move.
+///
 /// The HIP virtual-memory storage declares the same costs
 /// (`streamcore_hip::VMM_COSTS`: its plain pages are a reservation plus one
 /// commit, released by one decommit), so the policy takes the same
@@ -128,6 +163,7 @@ pub const H200: DriverTable = DriverTable {
     decommit: CallCost::new(33_000, 190),
     vmm_granularity: 2 * MIB,
     max_reservation: 1 << 40,
+    chunk_squared_ps: 245,
     host_event_ns: 56,
 };
 

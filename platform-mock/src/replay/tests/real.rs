@@ -14,7 +14,10 @@ fn real_dir(set: &str) -> PathBuf {
 }
 
 /// (workload, ratio x 1e4 without the touch, with it, commits, decommits,
-/// driver ms x 10) of the default layout over the driver model.
+/// driver ms x 10) of the default layout over the driver model. The driver
+/// ms include, from round 24, each commit's and decommit's MiB squared
+/// (`DriverTable::chunk_squared_ps`; the CNN 63.4 -> 67.3 ms, the others
+/// by at most 1.0 ms).
 type Figures = (&'static str, u64, u64, u64, u64, u64);
 
 /// Asserts that each workload of `expected` in `tests/SET` has the figures
@@ -64,11 +67,11 @@ fn the_real_workloads_hold_the_figures_the_gpu_measured() {
     // (workload, ratio x 1e4 without the touch, with it, commits,
     // decommits, driver ms x 10).
     let expected: [Figures; 6] = [
-        ("bert_varlen_train", 10123, 10123, 261, 75, 150),
-        ("cnn_side_stream", 10284, 10284, 67, 13, 31),
-        ("gru_varlen_train", 10521, 10521, 173, 106, 140),
+        ("bert_varlen_train", 10123, 10123, 261, 75, 157),
+        ("cnn_side_stream", 10284, 10284, 67, 13, 32),
+        ("gru_varlen_train", 10521, 10521, 173, 106, 150),
         ("mlp_train_eval", 10237, 10237, 74, 12, 32),
-        ("unet_train", 10405, 10405, 103, 20, 47),
+        ("unet_train", 10405, 10405, 103, 20, 48),
         ("vit_serving", 10528, 10559, 171, 91, 89),
     ];
     assert_figures("real", &expected);
@@ -94,12 +97,12 @@ fn the_real_workloads_hold_the_figures_the_gpu_measured() {
 #[test]
 fn the_held_out_real_workloads_hold_their_figures() {
     let expected: [Figures; 6] = [
-        ("cnn_multires_train", 10112, 10112, 724, 576, 634),
-        ("denoise_sampling", 10302, 10302, 186, 130, 116),
-        ("gpt_accum_train", 10191, 10191, 252, 60, 133),
+        ("cnn_multires_train", 10112, 10112, 724, 576, 673),
+        ("denoise_sampling", 10302, 10302, 186, 130, 117),
+        ("gpt_accum_train", 10191, 10191, 252, 60, 139),
         ("kv_cache_decode", 10351, 10351, 211, 96, 102),
-        ("lstm_seq2seq_train", 11809, 11723, 106, 42, 59),
-        ("moe_train", 10480, 10834, 108, 33, 51),
+        ("lstm_seq2seq_train", 11809, 11723, 106, 42, 60),
+        ("moe_train", 10480, 10834, 108, 33, 52),
     ];
     assert_figures("real_held_out", &expected);
 }
