@@ -637,10 +637,10 @@ fn a_large_pages_bare_reservation_is_kept_for_the_next_one() {
 
 /// `large_page_space`: two large pages side by side, both freed, leave
 /// their granules committed; a page of both their sizes lands over them
-/// in the one space with no call, where in reservations of their own it
+/// in the shared space with no call, where in reservations of their own it
 /// finds half of it committed at the start of one and commits the rest.
 #[test]
-fn large_pages_share_one_space_over_what_others_left() {
+fn large_pages_share_the_space_over_what_others_left() {
     let g = 64 * KIB;
     // (the third page starts where the first did, storage commits and
     // reservations for it)
@@ -673,8 +673,8 @@ fn large_pages_share_one_space_over_what_others_left() {
 }
 
 /// `large_page_space`: a buffer growing a page at a time (the next page
-/// reserved, then the one before freed) takes its first steps in the one
-/// space; once a live step is two steps deep, its next, larger page gets a
+/// reserved, then the one before freed) takes its first steps in the
+/// shared space; once a live step is two steps deep, its next, larger page gets a
 /// reservation of its own, twice its size, and the steps after it take
 /// turns in two such reservations as they do without the space (each
 /// finding the one the step before last left, committed over what that
@@ -702,7 +702,7 @@ fn a_growing_buffers_later_steps_get_reservations_of_their_own() {
     assert_eq!(
         (pages[0], pages[1]),
         (first.page, first.page),
-        "5 and 6 granules in the space"
+        "5 and 6 granules in the shared space"
     );
     assert!(
         pages[2] != first.page && pages[3] != pages[2] && pages[3] != first.page,

@@ -2,13 +2,12 @@
 //!
 //! A buffer that grows (a cache, a batch of growing sequence length)
 //! allocates its next, larger page and then frees the one before. With
-//! `MemoryPolicy::large_page_space`, large pages share one address space
-//! (see [`space`](super::space)), where a page lands over whatever
-//! committed granules fit it best; a growing buffer's next step there
-//! lands behind the pages before it and commits itself whole, while
-//! trimming gives back the granules the step before left. A growing
-//! buffer's steps are better served by reservations of their own (see
-//! [`large`](super::large)), where each step commits only its growth.
+//! `MemoryPolicy::large_page_space`, large pages are carved best fit from
+//! the space all pages share; a growing buffer's next step there lands
+//! wherever it fits and commits itself whole, while trimming gives back
+//! the granules the step before left. A growing buffer's steps are better
+//! served by reservations of their own (see [`large`](super::large)),
+//! where each step commits only its growth.
 //!
 //! This tracker tells them apart from what the manager sees: a large page
 //! freed while the large page carved just before it (at most

@@ -39,7 +39,6 @@ use core::cmp::Reverse;
 
 use super::rounding::round_up;
 use super::segment::Segment;
-use super::space::SPACE_LANE;
 use super::tlsf::{Carved, FreeBlock};
 use crate::arena::NIL;
 
@@ -125,17 +124,13 @@ impl Segment {
     /// from, and where in it (`offset`): the best fit in the shared lane
     /// (at its start, or on the first granule boundary in it, see
     /// [`aligned`](Self::aligned)), [`large_home`](Self::large_home) in the
-    /// large one (`vacated` as there), [`space_home`](Self::space_home) in
-    /// the space lane.
+    /// large one (`vacated` as there).
     pub(super) fn placement(&self, lane: usize, bytes: u64, vacated: u32) -> Option<FreeBlock> {
-        match lane {
-            LARGE_LANE => self.large_home(bytes, vacated),
-            SPACE_LANE => self.space_home(bytes),
-            _ => {
-                let f = self.engines[lane].peek(bytes)?;
-                Some(self.aligned(lane, f, bytes))
-            }
+        if lane != LARGE_LANE {
+            let f = self.engines[lane].peek(bytes)?;
+            return Some(self.aligned(lane, f, bytes));
         }
+        self.large_home(bytes, vacated)
     }
 
     /// Where in free block `f` of the shared lane a page of `bytes` goes:

@@ -98,7 +98,6 @@ mod rounding;
 mod segment;
 mod size_index;
 mod slots;
-mod space;
 mod tlsf;
 
 pub use budget::ChurnBudget;

@@ -47,7 +47,6 @@ use super::layout::MemoryPolicy;
 use super::manager::{MAX_HELD, MemoryManager};
 use super::progress::Progress;
 use super::rounding::{round_up, shr};
-use super::space::SPACE_LANE;
 use super::tlsf::SlicedEngine;
 use crate::arena::{Arena, NIL};
 use crate::platform::{ErrorKind, PageId, PlatformError, ResizableTerms, Storage};
@@ -83,9 +82,9 @@ pub(super) struct Segment {
     /// (`MemoryPolicy::share_large_reservations`; see
     /// [`large_home`](Self::large_home)).
     pub share_large: bool,
-    /// Large pages share one address space (lane 2), but for growing
-    /// buffers' steps (`MemoryPolicy::large_page_space`; see
-    /// [`space`](super::space)).
+    /// Large pages share lane 0 with the others, but for growing buffers'
+    /// steps (`MemoryPolicy::large_page_space`; see
+    /// [`growth`](super::growth)).
     pub large_space: bool,
     /// The growth steps among the live large pages (tracked only with
     /// `large_space`).
@@ -109,11 +108,11 @@ pub(super) struct Carving {
 
 /// Pages below the large-page size share lane 0; large pages are carved
 /// from reservations of their own (lane 1, see [`large`](super::large)),
-/// or with `MemoryPolicy::large_page_space` from one space they share
-/// (lane 2, see [`space`](super::space)) but for growing buffers' steps.
-const LANES: usize = 3;
+/// or with `MemoryPolicy::large_page_space` from lane 0 too but for
+/// growing buffers' steps (see [`growth`](super::growth)).
+const LANES: usize = 2;
 
-/// The lane of pages below the large-page size.
+/// The lane pages share.
 pub(super) const SHARED_LANE: usize = 0;
 
 impl Segment {
@@ -131,7 +130,6 @@ impl Segment {
             large_space: policy.large_page_space,
             growth: GrowthSteps::default(),
             engines: [
-                SlicedEngine::new(align).best_fit(),
                 SlicedEngine::new(align).best_fit(),
                 SlicedEngine::new(align).best_fit(),
             ],
@@ -160,16 +158,11 @@ impl Segment {
 
     /// The lane a new page of `bytes` goes to: the shared lane below the
     /// large-page size; from it, the large lane, or with `large_space` the
-    /// space lane unless the page is taken for a growing buffer's next
+    /// shared lane unless the page is taken for a growing buffer's next
     /// step (see [`growth`](super::growth)).
     pub(super) fn lane_for(&self, bytes: u64) -> usize {
-        if bytes < self.large {
-            SHARED_LANE
-        } else if self.large_space && !self.growth.is_next_step(bytes) {
-            SPACE_LANE
-        } else {
-            LARGE_LANE
-        }
+        let own = bytes >= self.large && (!self.large_space || self.growth.is_next_step(bytes));
+        if own { LARGE_LANE } else { SHARED_LANE }
     }
 
     /// The large page carved as `block` of `lane`, for the growth tracker.
@@ -253,7 +246,7 @@ impl<S: Storage> MemoryManager<S> {
         let stamp = self.books.reserves;
         let seg = self.seg_mut();
         seg.reservations[c.page].pages += 1;
-        if lane != SHARED_LANE && seg.large_space {
+        if bytes >= seg.large && seg.large_space {
             let page = seg.large_page(lane, c.block);
             seg.growth.carved(stamp, page);
         }
@@ -281,7 +274,7 @@ impl<S: Storage> MemoryManager<S> {
         let stamp = self.books.reserves;
         let seg = self.seg_mut();
         let lane = usize::from(seg.reservations[c.reservation].lane);
-        if lane != SHARED_LANE && seg.large_space {
+        if seg.large_space && seg.engines[lane].block_size(c.block) >= seg.large {
             let page = seg.large_page(lane, c.block);
             seg.growth.freed(stamp, page);
         }

@@ -393,6 +393,9 @@ fn a_large_page_past_the_floor_takes_the_shared_lanes_idle_chunks_first() {
     let policy = MemoryPolicy {
         trim_headroom_shift: 3,
         large_page_granules: 256,
+        // Large pages in reservations of their own (what this test is
+        // about), not in the shared lane.
+        large_page_space: false,
         ..MemoryPolicy::default()
     };
     let layout = MemoryLayout::new(
@@ -459,7 +462,12 @@ fn an_idle_large_reservation_goes_back_before_others_grow_past_the_floor() {
             PoolSpec::exclusive(32 << 30),
         ],
         256,
-        MemoryPolicy::default(),
+        MemoryPolicy {
+            // Large pages in reservations of their own (what this test is
+            // about), not in the shared lane.
+            large_page_space: false,
+            ..MemoryPolicy::default()
+        },
     )
     .unwrap();
     let mut m = MemoryManager::new(TestStorage::resizable(g, 1 << 40), layout);

@@ -139,20 +139,25 @@ pub struct MemoryPolicy {
     /// driver's cost for setting access on a range never mapped before,
     /// which this avoids too (BENCHMARKS.md section 6, round 23).
     pub keep_bare_reservations: bool,
-    /// On a resizable storage, large pages share one address space of
-    /// their own, each carved where most of its granules are committed
-    /// already (ties to the tightest fit), instead of reservations of their
-    /// own; a growing buffer's steps still get reservations of their own (a
-    /// new large page larger than a live page that is two growth steps
-    /// deep: a page allocated, then the smaller one before it freed, twice
-    /// in a row), where each step commits only its growth. Large pages of
-    /// mixed sizes coming and going (a network trained at several
-    /// resolutions) otherwise commit and decommit inside their reservations
-    /// for a peak that does not move. On by default: on an H100 the
-    /// held-out CNN's wall fell from 1.53x the driver pool's to 1.05-1.15x
-    /// (same bytes), the slowest others rose 10-20 % and stayed at or
-    /// under 0.84x the pool's; over the driver model it meets both figures
-    /// on as many workloads (BENCHMARKS.md section 6, round 24).
+    /// On a resizable storage, large pages (see `large_page_granules`)
+    /// are carved from the address space all pages share, best fit like
+    /// the others, instead of reservations of their own; only a growing
+    /// buffer's steps still get reservations of their own (a new large page
+    /// larger than a live page that is two growth steps deep, a step being
+    /// a page allocated and then the smaller one before it freed), where
+    /// each step commits only its growth. Large transients of mixed sizes
+    /// (a network trained at several resolutions) otherwise commit and
+    /// decommit inside their reservations, and memory moves between those
+    /// and the shared space at every phase, for a peak that does not move.
+    /// On by default, chosen over the driver model: the held-out CNN's
+    /// predicted wall 98.9 -> 34.9 ms (bytes 1.0112 -> 1.0078), GPT-2's
+    /// bytes 1.0184 -> 1.0451 (its best peer's 1.049), the GRU's 1.0521 ->
+    /// 1.0596; both figures met on 97 of 132 scored workloads (95 without),
+    /// unseen workloads' bytes neutral and predicted walls 1.6 % lower. A
+    /// first form (large pages in a space of their own beside the shared
+    /// lane) measured on an H100 took the CNN from 1.55x the driver pool's
+    /// wall to 1.04-1.23x; this form is not yet measured on a GPU
+    /// (BENCHMARKS.md section 6, round 24).
     pub large_page_space: bool,
     /// On a resizable storage, what decommits made by choice (trimming,
     /// the strand guard) may cost in estimated driver time, earned by the
