@@ -12,8 +12,8 @@
 //! whole granules on granule boundaries, 0: never), `shed` (shed partial idle chunks leaving this many granules
 //! unused, 0: off), `share` (large pages behind live ones over committed
 //! granules: 0 or 1), `keep` (keep large pages' bare reservations: 0 or
-//! 1), `space` (large pages in one shared address space but for growing
-//! buffers' steps: 0 or 1). Prints one
+//! 1), `space` (large pages in the shared lane but for growing buffers'
+//! steps: 0 or 1). Prints one
 //! line per trace and touch mode (the recorded traces,
 //! `synthetic::workloads`, `synthetic::held_out` and the fresh sets of
 //! seeds 7919 and 104729; with `--seeds A..B`, the fresh sets of seeds
@@ -28,8 +28,9 @@
 //! the walls are estimates. With `--calls`, each line goes on with what
 //! the estimate is made of (for fitting the driver table to the H200's
 //! measured walls): reserves, committed MiB, decommits, decommitted MiB,
-//! events, and the commits into never-mapped granules of their
-//! reservation with those granules' MiB.
+//! events, the commits into never-mapped granules of their reservation
+//! with those granules' MiB, and the sum of every commit's and decommit's
+//! MiB squared (`scripts/fit_squared_term.py` reads them).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -185,14 +186,15 @@ fn main() -> ExitCode {
                     if calls {
                         let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
                         out!(
-                            " {} {:.1} {} {:.1} {} {} {:.1}",
+                            " {} {:.1} {} {:.1} {} {} {:.1} {}",
                             s.reserves,
                             mib(s.committed_bytes),
                             s.decommits,
                             mib(s.decommitted_bytes),
                             r.events,
                             s.fresh_commits,
-                            mib(s.fresh_committed_bytes)
+                            mib(s.fresh_committed_bytes),
+                            s.chunk_mib_squared
                         );
                     }
                     outln!();

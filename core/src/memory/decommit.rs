@@ -9,7 +9,6 @@ use super::error::MemoryError;
 use super::large::LARGE_LANE;
 use super::manager::MemoryManager;
 use super::progress::Progress;
-use super::segment::SHARED_LANE;
 use crate::platform::Storage;
 
 type Res<T, S> = Result<T, MemoryError<<S as Storage>::Error>>;
@@ -180,23 +179,22 @@ impl<S: Storage> MemoryManager<S> {
     }
 
     /// Whether chunks of map `map` go back free of the churn budget: a
-    /// large-page reservation's or the large pages' space's, whose idle
-    /// memory only large pages can use.
+    /// large-page reservation's, whose idle memory only large pages can
+    /// use.
     pub(super) fn exempt(&self, map: u32) -> bool {
         let seg = self.seg();
-        usize::from(seg.reservations[seg.chunks.owner_of(map)].lane) != SHARED_LANE
+        usize::from(seg.reservations[seg.chunks.owner_of(map)].lane) == LARGE_LANE
     }
 
     /// Whether idle chunks of map `map` cannot serve a new page of lane
-    /// `lane`: a large page's lane serves no shared-lane page, and for a
-    /// large page every idle chunk counts as such (the shared lane's serve
-    /// no large page; those of a large lane are where pages of other sizes
-    /// lived). Such chunks go back free of the churn budget once a commit
+    /// `lane`: a large-page reservation serves no shared-lane page, and
+    /// the shared lane's chunks serve no large page (its reservations are
+    /// its own). Such chunks go back free of the churn budget once a commit
     /// would pass the trim floor: kept in the headroom, they are what
     /// raises the peak, and the page being committed could never have used
     /// them.
     pub(super) fn unusable(&self, map: u32, lane: usize) -> bool {
-        lane != SHARED_LANE || self.exempt(map)
+        lane == LARGE_LANE || self.exempt(map)
     }
 
     /// Asks `progress` to wait until the stream completed `cursor`; whether

@@ -539,7 +539,7 @@ impl<S: Storage> MemoryManager<S> {
             return need;
         }
         if policy.trim_before_grow {
-            let owed = if lane != SHARED_LANE {
+            let owed = if lane == LARGE_LANE {
                 0
             } else {
                 self.books.owed_large

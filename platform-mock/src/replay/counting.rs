@@ -42,6 +42,7 @@ struct Books {
     decommitted_bytes: u64,
     fresh_commits: u64,
     fresh_bytes: u64,
+    mib_squared: u64,
     driver_ns: u64,
 }
 
@@ -132,6 +133,10 @@ pub struct StorageStats {
     /// Bytes of those never-mapped granules, over the whole run: what a
     /// commit maps into a part of its reservation for the first time.
     pub fresh_committed_bytes: u64,
+    /// The sum over commits and decommits of each chunk's whole MiB,
+    /// squared: what `DriverTable::chunk_squared_ps` prices (for fitting
+    /// it).
+    pub chunk_mib_squared: u64,
     /// Estimated driver time of every call, from the storages' terms, in
     /// nanoseconds.
     pub driver_ns: u64,
@@ -211,6 +216,7 @@ impl Accounting {
             decommitted_bytes: b.decommitted_bytes,
             fresh_commits: b.fresh_commits,
             fresh_committed_bytes: b.fresh_bytes,
+            chunk_mib_squared: b.mib_squared,
             driver_ns: b.driver_ns,
         }
     }
@@ -513,6 +519,9 @@ impl Storage for CountingStorage {
             .driver_ns
             .saturating_add(self.terms.costs.commit.of(len))
             .saturating_add(squared_ns(self.squared_ps, len));
+        b.mib_squared = b
+            .mib_squared
+            .saturating_add((len >> 20).saturating_mul(len >> 20));
         let fresh = mapped.insert(offset, offset + len);
         if fresh > 0 {
             b.fresh_commits += 1;
@@ -535,6 +544,9 @@ impl Storage for CountingStorage {
         b.unreleased = b.unreleased.saturating_sub(len);
         b.decommits += 1;
         b.decommitted_bytes += len;
+        b.mib_squared = b
+            .mib_squared
+            .saturating_add((len >> 20).saturating_mul(len >> 20));
         b.driver_ns = b
             .driver_ns
             .saturating_add(self.terms.costs.decommit.of(len))

@@ -140,14 +140,15 @@ pub const H200_PROPERTIES: DeviceProperties = DeviceProperties {
 ///   host against this table's), q = 312 ps there, 245 here. Large pages
 ///   committed as one chunk each (up to 6 GiB) took 2-4x what the linear
 ///   terms predicted (scaled by h, the 40 walls within 11 % on average,
-///   66 % at most; with the squared part 8 %, 23 % at most). `calibrate.c` agrees on the shape
-///   (unmap + release of one chunk: 0.55 µs/MiB from 256 MiB up, under
-///   0.1 below). Only the model charges it: the policy's commit pieces
-///   (64 granules, 128 MiB) cost at most 4 µs more a call with it, and
-///   declaring it to the churn budget moved 4 of the 132 scored rows
-///   with no GPU measurement behind the move.
+///   66 % at most; with the squared part 8 %, 23 % at most).
+///   `calibrate.c` agrees on the shape (unmap + release of one chunk:
+///   0.55 µs/MiB from 256 MiB up, under 0.1 below). Only the model
+///   charges it: the policy's commit pieces (64 granules, 128 MiB) cost
+///   at most 4 µs more a call with it, and declaring it to the churn
+///   budget moved 4 of the 132 scored rows with no GPU measurement behind
+///   the move.
 ///
-/// The HIP virtual-memory storage declares the same costs
+/// The HIP virtual-memory storage declares the same linear costs
 /// (`streamcore_hip::VMM_COSTS`: its plain pages are a reservation plus one
 /// commit, released by one decommit), so the policy takes the same
 /// decisions here as on the GPU.

@@ -221,6 +221,7 @@ fn the_counting_storage_charges_the_drivers_terms() {
             + table.chunk_squared_ns(2 * mib)
     );
     assert_eq!(st.committed_bytes, 8 * mib);
+    assert_eq!(st.chunk_mib_squared, 6 * 6 + 2 * 2 + 6 * 6);
 }
 
 /// The counting storage's fresh-range figures (commits into granules their
