@@ -1,8 +1,10 @@
 //! Pages carved from reservations, over a storage with resizable pages
 //! (virtual memory): the manager reserves large address ranges, carves each
-//! pool's pages from them (best fit, neighbours coalesced; a large page
-//! in a reservation of large pages, at the start of an empty one or behind
-//! a live page over committed granules, see [`large`](super::large)),
+//! pool's pages from them (best fit, neighbours coalesced; a growing
+//! buffer's large steps, and every large page without
+//! `MemoryPolicy::large_page_space`, in a reservation of large pages, at
+//! the start of an empty one or behind a live page over committed
+//! granules, see [`large`](super::large) and [`growth`](super::growth)),
 //! commits the chunks its pages need and
 //! decommits, in place and without a device synchronization, chunks no
 //! page uses when the memory is needed.
@@ -34,10 +36,10 @@
 //! it would pass the trim floor), until it has been idle for the
 //! periodic-release period, or until `cleanup` or an out-of-memory retry;
 //! never while a capture window is open on the manager or flushes are
-//! held for another stream's capture. Pages of at least
-//! `large_page_granules` live in reservations of large pages, kept for
-//! the next large page once bare (`MemoryPolicy::keep_bare_reservations`)
-//! or given back whole with their last chunk.
+//! held for another stream's capture. Large pages placed in reservations
+//! of large pages (above) keep them for the next large page once bare
+//! (`MemoryPolicy::keep_bare_reservations`) or give them back whole with
+//! their last chunk.
 
 use super::chunks::ChunkTable;
 use super::error::{MemoryError, OomCause};
