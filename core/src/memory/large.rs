@@ -5,6 +5,9 @@
 //!
 //! Large pages (at least `large_page_granules`) come and go whole: a
 //! growing buffer allocates its next, larger page, then frees the old one.
+//! (With `MemoryPolicy::large_page_space`, the default, only such a
+//! buffer's steps come here, see [`growth`](super::growth); other large
+//! pages are carved in the shared lane like the rest.)
 //! Carved best fit, the next page lands in whichever reservation's free
 //! tail fits it tightest, often behind a live page and over granules never
 //! committed, so each step commits the whole page again while trimming
