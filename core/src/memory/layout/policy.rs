@@ -149,15 +149,15 @@ pub struct MemoryPolicy {
     /// (a network trained at several resolutions) otherwise commit and
     /// decommit inside their reservations, and memory moves between those
     /// and the shared space at every phase, for a peak that does not move.
-    /// On by default, chosen over the driver model: the held-out CNN's
+    /// On by default, chosen over the driver model and measured on the GPU
+    /// after: the held-out CNN's
     /// predicted wall 98.9 -> 34.9 ms (bytes 1.0112 -> 1.0078), GPT-2's
     /// bytes 1.0184 -> 1.0451 (its best peer's 1.049), the GRU's 1.0521 ->
     /// 1.0596; both figures met on 97 of 132 scored workloads (95 without),
-    /// unseen workloads' bytes neutral and predicted walls 1.6 % lower. A
-    /// first form (large pages in a space of their own beside the shared
-    /// lane) measured on an H100 took the CNN from 1.55x the driver pool's
-    /// wall to 1.04-1.23x; this form is not yet measured on a GPU
-    /// (BENCHMARKS.md section 6, round 24).
+    /// unseen workloads' bytes neutral and predicted walls 1.6 % lower. On
+    /// an H100 the CNN's wall went from 1.5x the driver pool's (round 23's
+    /// default) to 0.51-0.54x (0.68x with the touch), 37.5 ms measured for
+    /// 34.9 predicted (BENCHMARKS.md section 6, round 24).
     pub large_page_space: bool,
     /// On a resizable storage, what decommits made by choice (trimming,
     /// the strand guard) may cost in estimated driver time, earned by the
