@@ -500,6 +500,25 @@ fn exact_manager_with(
     m
 }
 
+/// [`exact_manager_with`] where pages of four granules and more are large.
+fn large_manager(
+    r: &Rig,
+    tweak: impl FnOnce(&mut streamcore::memory::MemoryPolicy),
+) -> streamcore::memory::MemoryManager<streamcore_mock::MockStorage> {
+    exact_manager_with(r, |p| {
+        p.large_page_granules = 4;
+        tweak(p);
+    })
+}
+
+/// Gives every idle byte of `m` back and checks the rig holds no device
+/// memory and saw no hazard (every page of `m` freed before).
+fn cleans_up(r: &Rig, m: &mut streamcore::memory::MemoryManager<streamcore_mock::MockStorage>) {
+    m.cleanup().unwrap();
+    assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
+    r.mock.assert_no_hazards();
+}
+
 /// `aligned_page_granules`: after a page of half a granule, two pages of
 /// two granules each. Carved at the first free byte they start mid-granule
 /// and share a chunk, so freeing the first strands its bytes in the chunk
@@ -527,9 +546,7 @@ fn pages_of_whole_granules_on_granule_boundaries_own_their_chunks() {
         for h in [s, b] {
             m.free(h).unwrap();
         }
-        m.cleanup().unwrap();
-        assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
-        r.mock.assert_no_hazards();
+        cleans_up(&r, &mut m);
         figures
     };
     // Off: granules 0 (the small page and the first's head), 1-2 (the
@@ -556,8 +573,7 @@ fn a_large_page_goes_behind_a_live_one_over_committed_granules() {
     // the third page)
     let run = |share: bool| {
         let r = rig(config(23));
-        let mut m = exact_manager_with(&r, |p| {
-            p.large_page_granules = 4;
+        let mut m = large_manager(&r, |p| {
             p.commit_piece_granules = 4;
             p.share_large_reservations = share;
             p.large_page_space = false;
@@ -578,9 +594,7 @@ fn a_large_page_goes_behind_a_live_one_over_committed_granules() {
         for h in [a, b, c] {
             m.free(h).unwrap();
         }
-        m.cleanup().unwrap();
-        assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
-        r.mock.assert_no_hazards();
+        cleans_up(&r, &mut m);
         (second, third)
     };
     // Shared: the second page behind the first, over granules 4-7, no
@@ -605,8 +619,7 @@ fn a_large_pages_bare_reservation_is_kept_for_the_next_one() {
     // calls it made, device bytes while it lives)
     let run = |keep: bool| {
         let r = rig(config(29));
-        let mut m = exact_manager_with(&r, |p| {
-            p.large_page_granules = 4;
+        let mut m = large_manager(&r, |p| {
             p.keep_bare_reservations = keep;
             p.large_page_space = false;
         });
@@ -625,10 +638,8 @@ fn a_large_pages_bare_reservation_is_kept_for_the_next_one() {
         for h in [small, second] {
             m.free(h).unwrap();
         }
-        m.cleanup().unwrap();
-        assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
+        cleans_up(&r, &mut m);
         assert_eq!(m.address_space(), 0, "cleanup gives every reservation back");
-        r.mock.assert_no_hazards();
         figures
     };
     assert_eq!(run(true), (true, 0, 11 * g));
@@ -646,8 +657,7 @@ fn large_pages_share_the_space_over_what_others_left() {
     // reservations for it)
     let run = |space: bool| {
         let r = rig(config(31));
-        let mut m = exact_manager_with(&r, |p| {
-            p.large_page_granules = 4;
+        let mut m = large_manager(&r, |p| {
             p.commit_piece_granules = 4;
             p.large_page_space = space;
         });
@@ -663,9 +673,7 @@ fn large_pages_share_the_space_over_what_others_left() {
             reserves(&r.mock) - reserved,
         );
         m.free(c).unwrap();
-        m.cleanup().unwrap();
-        assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
-        r.mock.assert_no_hazards();
+        cleans_up(&r, &mut m);
         figures
     };
     assert_eq!(run(true), (true, 0, 0));
@@ -683,8 +691,7 @@ fn large_pages_share_the_space_over_what_others_left() {
 fn a_growing_buffers_later_steps_get_reservations_of_their_own() {
     let g = 64 * KIB;
     let r = rig(config(37));
-    let mut m = exact_manager_with(&r, |p| {
-        p.large_page_granules = 4;
+    let mut m = large_manager(&r, |p| {
         p.large_page_space = true;
     });
     let (mut live, first) = m.reserve(4 * g).unwrap();
@@ -711,9 +718,7 @@ fn a_growing_buffers_later_steps_get_reservations_of_their_own() {
     assert_eq!(pages[4], pages[2], "9 granules where 7 were");
     assert_eq!(calls, [0, 0, 1, 1, 0]);
     m.free(live).unwrap();
-    m.cleanup().unwrap();
-    assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
-    r.mock.assert_no_hazards();
+    cleans_up(&r, &mut m);
 }
 
 /// `shed_partial_granules`: a page carved over part of an idle chunk wakes
@@ -742,9 +747,7 @@ fn an_idle_chunk_a_page_uses_in_part_is_shed_past_the_setting() {
         assert_eq!(rsmall.offset, rbig.offset, "carved over the idle chunk");
         let figures = (r.mock.memory_used(MemoryKind::Device), m.stranded_bytes());
         m.free(small).unwrap();
-        m.cleanup().unwrap();
-        assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
-        r.mock.assert_no_hazards();
+        cleans_up(&r, &mut m);
         figures
     };
     assert_eq!(run(0), (8 * g, 6 * g), "off: woken whole");
@@ -775,9 +778,7 @@ fn a_commit_in_pieces_gives_back_what_no_live_page_touches() {
         let stranded = m.stranded_bytes();
         let held = r.mock.memory_used(MemoryKind::Device);
         m.free(b).unwrap();
-        m.cleanup().unwrap();
-        assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
-        r.mock.assert_no_hazards();
+        cleans_up(&r, &mut m);
         (held, stranded, commits)
     };
     // One chunk per commit: granules 0-2, then 3-4; the first stays whole
@@ -828,7 +829,5 @@ fn a_page_committed_in_two_gaps_reaches_no_further_than_its_step() {
     );
     m.free(d).unwrap();
     m.complete(1);
-    m.cleanup().unwrap();
-    assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
-    r.mock.assert_no_hazards();
+    cleans_up(&r, &mut m);
 }

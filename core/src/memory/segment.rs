@@ -167,13 +167,15 @@ impl Segment {
         if own { LARGE_LANE } else { SHARED_LANE }
     }
 
-    /// The large page carved as `block` of `lane`, for the growth tracker.
-    fn large_page(&self, lane: usize, block: u32) -> LargePage {
-        LargePage {
+    /// The page carved as `block` of `lane` as the growth tracker sees it:
+    /// `None` unless it is large and the tracker is in use (`large_space`).
+    fn tracked_page(&self, lane: usize, block: u32) -> Option<LargePage> {
+        let size = self.engines[lane].block_size(block);
+        (self.large_space && size >= self.large).then_some(LargePage {
             lane: lane as u8,
             block,
-            size: self.engines[lane].block_size(block),
-        }
+            size,
+        })
     }
 
     /// Bytes one reservation spans by default: the storage's largest, at
@@ -248,8 +250,7 @@ impl<S: Storage> MemoryManager<S> {
         let stamp = self.books.reserves;
         let seg = self.seg_mut();
         seg.reservations[c.page].pages += 1;
-        if bytes >= seg.large && seg.large_space {
-            let page = seg.large_page(lane, c.block);
+        if let Some(page) = seg.tracked_page(lane, c.block) {
             seg.growth.carved(stamp, page);
         }
         if let Err(e) = self.back(carving, bytes, rounded, progress) {
@@ -276,8 +277,7 @@ impl<S: Storage> MemoryManager<S> {
         let stamp = self.books.reserves;
         let seg = self.seg_mut();
         let lane = usize::from(seg.reservations[c.reservation].lane);
-        if seg.large_space && seg.engines[lane].block_size(c.block) >= seg.large {
-            let page = seg.large_page(lane, c.block);
+        if let Some(page) = seg.tracked_page(lane, c.block) {
             seg.growth.freed(stamp, page);
         }
         seg.engines[lane].give(c.block);

@@ -82,6 +82,18 @@ impl Books {
         }
     }
 
+    /// Books the driver time and the MiB squared of one commit or decommit
+    /// of `len` bytes costing `cost` plus `squared_ps` per MiB squared.
+    fn chunk_call(&mut self, cost: CallCost, squared_ps: u64, len: u64) {
+        self.driver_ns = self
+            .driver_ns
+            .saturating_add(cost.of(len))
+            .saturating_add(squared_ns(squared_ps, len));
+        self.mib_squared = self
+            .mib_squared
+            .saturating_add((len >> 20).saturating_mul(len >> 20));
+    }
+
     fn uncharge(&mut self, direct: u64, packed: u64) {
         self.direct = self.direct.saturating_sub(direct);
         self.packed = self.packed.saturating_sub(packed);
@@ -515,13 +527,7 @@ impl Storage for CountingStorage {
         b.commits += 1;
         b.allocs += 1;
         b.committed_bytes += len;
-        b.driver_ns = b
-            .driver_ns
-            .saturating_add(self.terms.costs.commit.of(len))
-            .saturating_add(squared_ns(self.squared_ps, len));
-        b.mib_squared = b
-            .mib_squared
-            .saturating_add((len >> 20).saturating_mul(len >> 20));
+        b.chunk_call(self.terms.costs.commit, self.squared_ps, len);
         let fresh = mapped.insert(offset, offset + len);
         if fresh > 0 {
             b.fresh_commits += 1;
@@ -544,13 +550,7 @@ impl Storage for CountingStorage {
         b.unreleased = b.unreleased.saturating_sub(len);
         b.decommits += 1;
         b.decommitted_bytes += len;
-        b.mib_squared = b
-            .mib_squared
-            .saturating_add((len >> 20).saturating_mul(len >> 20));
-        b.driver_ns = b
-            .driver_ns
-            .saturating_add(self.terms.costs.decommit.of(len))
-            .saturating_add(squared_ns(self.squared_ps, len));
+        b.chunk_call(self.terms.costs.decommit, self.squared_ps, len);
         Ok(())
     }
 }
