@@ -13,7 +13,8 @@
 //! unused, 0: off), `share` (large pages behind live ones over committed
 //! granules: 0 or 1), `keep` (keep large pages' bare reservations: 0 or
 //! 1), `space` (large pages in the shared lane but for growing buffers'
-//! steps: 0 or 1). Prints one
+//! steps: 0 or 1), `small` (pages below one granule in a lane of their
+//! own: 0 or 1). Prints one
 //! line per trace and touch mode (the recorded traces,
 //! `synthetic::workloads`, `synthetic::held_out` and the fresh sets of
 //! seeds 7919 and 104729; with `--seeds A..B`, the fresh sets of seeds
@@ -69,6 +70,7 @@ fn apply(mut policy: MemoryPolicy, settings: &str) -> Result<MemoryPolicy, Strin
             "share" => policy.share_large_reservations = v != 0,
             "keep" => policy.keep_bare_reservations = v != 0,
             "space" => policy.large_page_space = v != 0,
+            "small" => policy.small_page_lane = v != 0,
             "guard" => {
                 policy.strand_guard = match v {
                     0 => StrandGuard::Off,

@@ -112,7 +112,7 @@ resizable (virtual-memory) storage:
                \"strand_guard\": \"adaptive\",  (off, adaptive, on)
                \"aligned_page_granules\": 32, \"shed_partial_granules\": 0,
                \"share_large_reservations\": true, \"keep_bare_reservations\": true,
-               \"large_page_space\": true,
+               \"large_page_space\": true, \"small_page_lane\": false,
                \"churn_budget\": {\"per_reserve_ns\": 500, \"per_mib_ns\": 150}}
                                            (or \"unlimited\")
 

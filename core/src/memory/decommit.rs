@@ -6,6 +6,7 @@
 
 use super::chunks::Moved;
 use super::error::MemoryError;
+use super::lanes::unusable_by;
 use super::large::LARGE_LANE;
 use super::manager::MemoryManager;
 use super::progress::Progress;
@@ -187,14 +188,17 @@ impl<S: Storage> MemoryManager<S> {
     }
 
     /// Whether idle chunks of map `map` cannot serve a new page of lane
-    /// `lane`: a large-page reservation serves no shared-lane page, and
-    /// the shared lane's chunks serve no large page (its reservations are
-    /// its own). Such chunks go back free of the churn budget once a commit
+    /// `lane`: another lane's (every lane's reservations are its own), and
+    /// for a large page any (see [`lanes`](super::lanes)). Such chunks go back free of the churn budget once a commit
     /// would pass the trim floor: kept in the headroom, they are what
     /// raises the peak, and the page being committed could never have used
     /// them.
     pub(super) fn unusable(&self, map: u32, lane: usize) -> bool {
-        lane == LARGE_LANE || self.exempt(map)
+        let seg = self.seg();
+        unusable_by(
+            usize::from(seg.reservations[seg.chunks.owner_of(map)].lane),
+            lane,
+        )
     }
 
     /// Asks `progress` to wait until the stream completed `cursor`; whether

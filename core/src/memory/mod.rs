@@ -84,6 +84,7 @@ mod grow;
 mod growth;
 mod guard;
 mod handle;
+mod lanes;
 mod large;
 mod layout;
 mod manager;

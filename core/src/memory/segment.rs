@@ -31,8 +31,8 @@
 //! When to give back: a chunk no page uses stays committed (a page carved
 //! over it later costs no call) until a commit would pass the trim limit
 //! (then the oldest idle chunks go, the smallest that covers the excess
-//! first; chunks the committing page could never use, a large page's own
-//! reservation's and, for a large page, the shared lane's, already once
+//! first; chunks the committing page could never use, another lane's
+//! and, for a large page, any (see [`lanes`](super::lanes)), already once
 //! it would pass the trim floor), until it has been idle for the
 //! periodic-release period, or until `cleanup` or an out-of-memory retry;
 //! never while a capture window is open on the manager or flushes are
@@ -44,6 +44,7 @@
 use super::chunks::ChunkTable;
 use super::error::{MemoryError, OomCause};
 use super::growth::{GrowthSteps, LargePage};
+use super::lanes::LANES;
 use super::large::LARGE_LANE;
 use super::layout::MemoryPolicy;
 use super::manager::{MAX_HELD, MemoryManager};
@@ -75,7 +76,7 @@ pub(super) struct Reservation {
 pub(super) struct Segment {
     terms: ResizableTerms,
     /// Pages of at least this many bytes are large.
-    large: u64,
+    pub large: u64,
     /// Pages of whole granules, at least this many, start on a granule
     /// boundary where their block leaves room
     /// (`MemoryPolicy::aligned_page_granules`; 0: never).
@@ -91,6 +92,9 @@ pub(super) struct Segment {
     /// The growth steps among the live large pages (tracked only with
     /// `large_space`).
     pub growth: GrowthSteps,
+    /// Pages below this many bytes go to the small lane (one granule with
+    /// `MemoryPolicy::small_page_lane`, else 0; see [`lanes`](super::lanes)).
+    pub small: u64,
     pub engines: [SlicedEngine; LANES],
     pub reservations: Arena<Reservation>,
     pub chunks: ChunkTable,
@@ -108,15 +112,6 @@ pub(super) struct Carving {
     pub block: u32,
 }
 
-/// Pages below the large-page size share lane 0; large pages are carved
-/// from reservations of their own (lane 1, see [`large`](super::large)),
-/// or with `MemoryPolicy::large_page_space` from lane 0 too but for
-/// growing buffers' steps (see [`growth`](super::growth)).
-const LANES: usize = 2;
-
-/// The lane pages share.
-pub(super) const SHARED_LANE: usize = 0;
-
 impl Segment {
     /// Reservations of a storage with `terms`, pages aligned to `align`,
     /// placed as `policy` says (which pages are large, which go on granule
@@ -131,10 +126,12 @@ impl Segment {
             share_large: policy.share_large_reservations,
             large_space: policy.large_page_space,
             growth: GrowthSteps::default(),
-            engines: [
-                SlicedEngine::new(align).best_fit(),
-                SlicedEngine::new(align).best_fit(),
-            ],
+            small: if policy.small_page_lane {
+                terms.granularity
+            } else {
+                0
+            },
+            engines: core::array::from_fn(|_| SlicedEngine::new(align).best_fit()),
             reservations: Arena::new(),
             chunks: ChunkTable::new(terms.granularity),
         }
@@ -156,15 +153,6 @@ impl Segment {
         } else {
             round_up(rounded, align)
         }
-    }
-
-    /// The lane a new page of `bytes` goes to: the shared lane below the
-    /// large-page size; from it, the large lane, or with `large_space` the
-    /// shared lane unless the page is taken for a growing buffer's next
-    /// step (see [`growth`](super::growth)).
-    pub(super) fn lane_for(&self, bytes: u64) -> usize {
-        let own = bytes >= self.large && (!self.large_space || self.growth.is_next_step(bytes));
-        if own { LARGE_LANE } else { SHARED_LANE }
     }
 
     /// The page carved as `block` of `lane` as the growth tracker sees it:

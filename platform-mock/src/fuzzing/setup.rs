@@ -222,7 +222,10 @@ pub fn pick_layout(
                 PoolSpec::exclusive(MIB).with_cap(MIB),
             ],
             256,
-            d,
+            MemoryPolicy {
+                small_page_lane: true,
+                ..d
+            },
         ),
         11 => custom(
             &[PoolSpec::small(1000, 100), PoolSpec::sliced(3000, 1500)],
@@ -264,6 +267,7 @@ pub fn pick_layout(
                 share_large_reservations: false,
                 keep_bare_reservations: false,
                 large_page_space: false,
+                small_page_lane: true,
                 churn_budget: ChurnBudget::UNLIMITED,
             },
         ),

@@ -25,7 +25,7 @@ const MEMBERS: &str = "favour, trim_before_grow, trim_headroom_shift, release_id
      fit_slack_shift, page_rounding_shift, force_persistent, commit_step_shift, \
      split_boundaries, commit_piece_granules, large_page_granules, strand_guard, \
      aligned_page_granules, shed_partial_granules, share_large_reservations, \
-     keep_bare_reservations, large_page_space, churn_budget, max_pages";
+     keep_bare_reservations, large_page_space, small_page_lane, churn_budget, max_pages";
 
 /// `policy` parsed over `base` (the layout's own policy).
 pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileError> {
@@ -79,6 +79,7 @@ pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileE
                 policy.keep_bare_reservations = boolean(value, &at)?;
             }
             "large_page_space" => policy.large_page_space = boolean(value, &at)?,
+            "small_page_lane" => policy.small_page_lane = boolean(value, &at)?,
             "churn_budget" => {
                 policy.churn_budget = churn_budget(value, &at, policy.churn_budget)?;
             }
@@ -207,7 +208,7 @@ mod tests {
                 "commit_piece_granules": 4, "large_page_granules": 128, "strand_guard": "off",
                 "aligned_page_granules": 2, "shed_partial_granules": 32,
                 "share_large_reservations": false, "keep_bare_reservations": false,
-                "large_page_space": false,
+                "large_page_space": false, "small_page_lane": true,
                 "churn_budget": {"per_reserve_ns": 0, "per_mib_ns": 300}}"#,
         )
         .unwrap();
@@ -224,6 +225,7 @@ mod tests {
             share_large_reservations: false,
             keep_bare_reservations: false,
             large_page_space: false,
+            small_page_lane: true,
             churn_budget: ChurnBudget {
                 per_reserve_ns: 0,
                 per_mib_ns: 300,
@@ -342,7 +344,7 @@ mod tests {
             file_with(r#"{"strand": "on"}"#),
             "policy".into(),
             "strand_guard, aligned_page_granules, shed_partial_granules, share_large_reservations, \
-             keep_bare_reservations, large_page_space, churn_budget",
+             keep_bare_reservations, large_page_space, small_page_lane, churn_budget",
         ));
         super::super::assert_format_errors(&files);
     }

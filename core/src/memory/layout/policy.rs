@@ -159,6 +159,16 @@ pub struct MemoryPolicy {
     /// default) to 0.51-0.54x (0.68x with the touch), 37.5 ms measured for
     /// 34.9 predicted (BENCHMARKS.md section 6, round 24).
     pub large_page_space: bool,
+    /// On a resizable storage, pages smaller than one granule are carved
+    /// from reservations of their own (a small lane, as PyTorch keeps small
+    /// blocks in segments of their own), so a long-lived small page never
+    /// keeps the chunk of a larger neighbour committed after it went. Fewer
+    /// bytes where small pages outlive large ones (pinned fragments,
+    /// random lifetimes, serving), more driver calls where they come and go
+    /// with them: the small lane's chunks are committed and given back on
+    /// their own. Off by default, on with [`Favour::Bytes`]
+    /// (BENCHMARKS.md section 6, round 25).
+    pub small_page_lane: bool,
     /// On a resizable storage, what decommits made by choice (trimming,
     /// the strand guard) may cost in estimated driver time, earned by the
     /// reserves (see [`ChurnBudget`]); past it, idle memory is kept.
@@ -214,6 +224,7 @@ impl Default for MemoryPolicy {
             share_large_reservations: true,
             keep_bare_reservations: true,
             large_page_space: true,
+            small_page_lane: false,
             // Chosen with the driver model (`memory_model` example, its
             // costs fitted to whole replays on the H200) over a grid of both
             // parts (BENCHMARKS.md section 3): the recorded traces keep
@@ -234,8 +245,9 @@ impl Default for MemoryPolicy {
 #[non_exhaustive]
 pub enum Favour {
     /// Fewest bytes held: commit only what slices need, give idle memory
-    /// back before growing, always guard against stranded memory, whatever
-    /// the calls cost ([`ChurnBudget::UNLIMITED`]).
+    /// back before growing, always guard against stranded memory, small
+    /// pages in a lane of their own (`MemoryPolicy::small_page_lane`),
+    /// whatever the calls cost ([`ChurnBudget::UNLIMITED`]).
     Bytes,
     /// Both: the default.
     #[default]
@@ -256,6 +268,7 @@ impl MemoryPolicy {
                 commit_step_shift: 64,
                 split_boundaries: true,
                 strand_guard: StrandGuard::On,
+                small_page_lane: true,
                 churn_budget: ChurnBudget::UNLIMITED,
                 ..base
             },
