@@ -189,10 +189,10 @@ impl<S: Storage> MemoryManager<S> {
 
     /// Whether idle chunks of map `map` cannot serve a new page of lane
     /// `lane`: another lane's (every lane's reservations are its own), and
-    /// for a large page any (see [`lanes`](super::lanes)). Such chunks go back free of the churn budget once a commit
-    /// would pass the trim floor: kept in the headroom, they are what
-    /// raises the peak, and the page being committed could never have used
-    /// them.
+    /// for a large page any (see [`lanes`](super::lanes)). Such chunks go
+    /// back free of the churn budget once a commit would pass the trim
+    /// floor: kept in the headroom, they are what raises the peak, and the
+    /// page being committed could never have used them.
     pub(super) fn unusable(&self, map: u32, lane: usize) -> bool {
         let seg = self.seg();
         unusable_by(

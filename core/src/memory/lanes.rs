@@ -12,9 +12,9 @@
 //!   smaller than one granule. Carved among larger pages, a long-lived small
 //!   page keeps the chunk under it committed, and the free space around it
 //!   with it, long after the pages beside it went (pinned fragments: 1.16x
-//!   the peak live on a workload where PyTorch, whose small blocks live in
-//!   segments of their own, needs 1.02x). In their own reservations small
-//!   pages pin only each other. The price is driver calls: the small lane
+//!   the peak live on a workload where the best peer needs 1.02x; PyTorch
+//!   keeps small blocks in segments of their own). In their own
+//!   reservations small pages pin only each other. The price is driver calls: the small lane
 //!   commits and gives back its own chunks, and a lane's idle chunks are
 //!   given back free of the churn budget when another lane's commit would
 //!   pass the trim floor (they could not serve it).
