@@ -1,7 +1,8 @@
 //! Resizable pages on the mock: a device whose pools carve their pages from
 //! reservations, commits and decommits in place, the stream-ordered rule of
 //! decommit (queued work that still touches the bytes is a hazard), no
-//! commit inside a capture, and faults on commit and decommit.
+//! commit inside a capture, and faults on commit and decommit. Where the
+//! manager places pages and what that costs: `placement.rs`.
 
 #[path = "../common/mod.rs"]
 mod common;
