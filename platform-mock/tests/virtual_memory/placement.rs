@@ -401,6 +401,7 @@ fn small_pages_in_their_own_lane_pin_no_larger_pages_chunk() {
             m.free(h).unwrap();
         }
         cleans_up(&r, &mut m);
+        assert_eq!(m.address_space(), 0, "every lane's reservations went back");
         (shares, held, second_reserves, whole_shared)
     };
     assert_eq!(run(false), (true, 2 * g, 0, true));
@@ -455,5 +456,10 @@ fn the_small_lanes_books_are_the_devices() {
             m.free(h).unwrap();
         }
         cleans_up(&r, &mut m);
+        assert_eq!(
+            m.address_space(),
+            0,
+            "seed {seed}: every reservation went back"
+        );
     }
 }
