@@ -183,8 +183,7 @@ impl<S: Storage> MemoryManager<S> {
     /// large-page reservation's, whose idle memory only large pages can
     /// use.
     pub(super) fn exempt(&self, map: u32) -> bool {
-        let seg = self.seg();
-        usize::from(seg.reservations[seg.chunks.owner_of(map)].lane) == LARGE_LANE
+        self.seg().lane_of(map) == LARGE_LANE
     }
 
     /// Whether idle chunks of map `map` cannot serve a new page of lane
@@ -194,11 +193,7 @@ impl<S: Storage> MemoryManager<S> {
     /// floor: kept in the headroom, they are what raises the peak, and the
     /// page being committed could never have used them.
     pub(super) fn unusable(&self, map: u32, lane: usize) -> bool {
-        let seg = self.seg();
-        unusable_by(
-            usize::from(seg.reservations[seg.chunks.owner_of(map)].lane),
-            lane,
-        )
+        unusable_by(self.seg().lane_of(map), lane)
     }
 
     /// Asks `progress` to wait until the stream completed `cursor`; whether

@@ -14,10 +14,11 @@
 //!   with it, long after the pages beside it went (pinned fragments: 1.16x
 //!   the peak live on a workload where the best peer needs 1.02x; PyTorch
 //!   keeps small blocks in segments of their own). In their own
-//!   reservations small pages pin only each other. The price is driver calls: the small lane
-//!   commits and gives back its own chunks, and a lane's idle chunks are
-//!   given back free of the churn budget when another lane's commit would
-//!   pass the trim floor (they could not serve it).
+//!   reservations small pages pin only each other. The price is driver
+//!   calls: the small lane commits and gives back its own chunks, and a
+//!   lane's idle chunks are given back free of the churn budget when
+//!   another lane's commit would pass the trim floor (they could not serve
+//!   it).
 
 use super::large::LARGE_LANE;
 use super::segment::Segment;
@@ -43,6 +44,11 @@ impl Segment {
         }
         let own = bytes >= self.large && (!self.large_space || self.growth.is_next_step(bytes));
         if own { LARGE_LANE } else { SHARED_LANE }
+    }
+
+    /// The lane of the reservation chunk map `map` belongs to.
+    pub(super) fn lane_of(&self, map: u32) -> usize {
+        usize::from(self.reservations[self.chunks.owner_of(map)].lane)
     }
 }
 

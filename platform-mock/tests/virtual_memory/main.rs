@@ -262,13 +262,8 @@ fn frees_in_stream_order_reuse_at_once_and_decommit_only_fenced_bytes() {
         assert!(m.carves_pages());
         let mut s = r.stream();
         let k = r.kernel("fill");
-        let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut next = move |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut draw = xorshift(seed);
+        let mut next = move |n: u64| draw() % n;
         // (handle, range, value, cursor of its kernel)
         let mut live = Vec::new();
         let mut cursor = 0u64;
@@ -334,6 +329,17 @@ fn frees_in_stream_order_reuse_at_once_and_decommit_only_fenced_bytes() {
             );
         }
         r.mock.assert_no_hazards();
+    }
+}
+
+/// A xorshift generator seeded by `seed`: the same draws for the same seed.
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
     }
 }
 

@@ -426,11 +426,9 @@ fn the_small_lanes_books_are_the_devices() {
         let layout = MemoryLayout::new(&[PoolSpec::exclusive(4 * MIB)], 256, policy).unwrap();
         let mut m = MemoryManager::new(r.mock.device_storage().unwrap(), layout);
         let mut live = Vec::new();
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut draw = xorshift(seed);
         for _ in 0..400 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = draw();
             if live.len() > 12 || (x % 3 == 0 && !live.is_empty()) {
                 let h = live.swap_remove((x as usize >> 8) % live.len());
                 m.free(h).unwrap();
