@@ -113,6 +113,7 @@ resizable (virtual-memory) storage:
                \"aligned_page_granules\": 32, \"shed_partial_granules\": 0,
                \"share_large_reservations\": true, \"keep_bare_reservations\": true,
                \"large_page_space\": true, \"small_page_lane\": false,
+               \"round_trip_window\": 64,   (0: off)
                \"churn_budget\": {\"per_reserve_ns\": 500, \"per_mib_ns\": 150}}
                                            (or \"unlimited\")
 

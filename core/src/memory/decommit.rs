@@ -170,6 +170,10 @@ impl<S: Storage> MemoryManager<S> {
             let exempt = self.exempt(ch.map);
             if !(exempt || unusable_pass) {
                 self.charge(bytes);
+                let now = self.books.reserves;
+                self.books
+                    .trims
+                    .trimmed(ch.map, ch.start, ch.start + ch.len, now);
             }
             self.decommit_one(c)?;
             if unusable_pass && exempt {
@@ -241,6 +245,7 @@ impl<S: Storage> MemoryManager<S> {
                 seg.engines[LARGE_LANE].remove_page(r.first_block);
                 seg.chunks.remove_map(r.map);
                 seg.reservations.remove_at(owner);
+                self.books.trims.forget_map(r.map);
                 self.storage.dealloc(r.id);
             }
         }
@@ -269,6 +274,7 @@ impl<S: Storage> MemoryManager<S> {
             seg.engines[usize::from(r.lane)].remove_page(r.first_block);
             seg.chunks.remove_map(r.map);
             seg.reservations.remove(key);
+            self.books.trims.forget_map(r.map);
             self.storage.dealloc(r.id);
             released += 1;
         }

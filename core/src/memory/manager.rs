@@ -91,6 +91,8 @@ pub(super) struct Books {
     /// again by a large page: the others' commits do not reach ahead into
     /// that room (it is the large page's when it comes back).
     pub owed_large: u64,
+    /// The chunks trimmed last by choice (`round_trips.rs`).
+    pub trims: super::round_trips::RoundTrips,
 }
 
 impl Books {

@@ -95,6 +95,7 @@ mod progress;
 mod release;
 mod report;
 mod reserve;
+mod round_trips;
 mod rounding;
 mod segment;
 mod size_index;

@@ -439,6 +439,7 @@ impl<S: Storage> MemoryManager<S> {
             // large pages' reservations, which serve no shared-lane page, and
             // for a large page those of the shared lane too.
             let floor = self.trim_floor();
+            self.settle_round_trip(map, lo, hi, need);
             self.decommit_to_fit(need, floor, Some(lane), progress)?;
             let limit = self.trim_limit();
             self.decommit_to_fit(need, limit, None, progress)?;

@@ -25,7 +25,8 @@ const MEMBERS: &str = "favour, trim_before_grow, trim_headroom_shift, release_id
      fit_slack_shift, page_rounding_shift, force_persistent, commit_step_shift, \
      split_boundaries, commit_piece_granules, large_page_granules, strand_guard, \
      aligned_page_granules, shed_partial_granules, share_large_reservations, \
-     keep_bare_reservations, large_page_space, small_page_lane, churn_budget, max_pages";
+     keep_bare_reservations, large_page_space, small_page_lane, round_trip_window, churn_budget, \
+     max_pages";
 
 /// `policy` parsed over `base` (the layout's own policy).
 pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileError> {
@@ -80,6 +81,7 @@ pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileE
             }
             "large_page_space" => policy.large_page_space = boolean(value, &at)?,
             "small_page_lane" => policy.small_page_lane = boolean(value, &at)?,
+            "round_trip_window" => policy.round_trip_window = reserves(value, &at)?,
             "churn_budget" => {
                 policy.churn_budget = churn_budget(value, &at, policy.churn_budget)?;
             }
@@ -122,6 +124,12 @@ fn granules(v: &Value, at: &str, min: u32) -> Result<u32, FileError> {
         Ok(g) if g >= min => Ok(g),
         _ => Err(format_err(at, format!("{n} is not in {min}..=4294967295"))),
     }
+}
+
+/// A count of reserves in `0..=u32::MAX` (0: off).
+fn reserves(v: &Value, at: &str) -> Result<u32, FileError> {
+    let n = integer(v, at)?;
+    u32::try_from(n).map_err(|_| format_err(at, format!("{n} is not in 0..=4294967295 (0: off)")))
 }
 
 /// The value of the names in `choices` that `v` is.
@@ -209,6 +217,7 @@ mod tests {
                 "aligned_page_granules": 2, "shed_partial_granules": 32,
                 "share_large_reservations": false, "keep_bare_reservations": false,
                 "large_page_space": false, "small_page_lane": true,
+                "round_trip_window": 16,
                 "churn_budget": {"per_reserve_ns": 0, "per_mib_ns": 300}}"#,
         )
         .unwrap();
@@ -226,6 +235,7 @@ mod tests {
             keep_bare_reservations: false,
             large_page_space: false,
             small_page_lane: true,
+            round_trip_window: 16,
             churn_budget: ChurnBudget {
                 per_reserve_ns: 0,
                 per_mib_ns: 300,
@@ -324,6 +334,11 @@ mod tests {
                 "shed_partial_granules",
                 "not in 0..",
             ),
+            (
+                r#"{"round_trip_window": 4294967296}"#,
+                "round_trip_window",
+                "4294967296 is not in 0..=4294967295 (0: off)",
+            ),
             // Past a `u32`: the number as given, not as a `u32` holds it.
             (
                 r#"{"max_pages": 18446744073709551615}"#,
@@ -344,7 +359,8 @@ mod tests {
             file_with(r#"{"strand": "on"}"#),
             "policy".into(),
             "strand_guard, aligned_page_granules, shed_partial_granules, share_large_reservations, \
-             keep_bare_reservations, large_page_space, small_page_lane, churn_budget",
+             keep_bare_reservations, large_page_space, small_page_lane, round_trip_window, \
+             churn_budget, max_pages",
         ));
         super::super::assert_format_errors(&files);
     }

@@ -1,0 +1,190 @@
+//! Round trips: memory trimmed by choice that the same pages keep needing
+//! again.
+//!
+//! Trimming ([`decommit_to_fit`](super::MemoryManager)) gives idle chunks
+//! back, oldest first, so a commit stays under the trim limit. On a
+//! workload that cycles through the same pages in a layout that shifts a
+//! little every step (a diffusion sampler's steps), the oldest idle chunk
+//! is the one the cycle needs next: each step trims a chunk and commits it
+//! again a few reserves later, and that commit trims the next, every step
+//! for as long as the workload runs, for bytes the peak never shows. The
+//! manager remembers the last [`KEPT`] chunks it trimmed by choice; once
+//! one of them has come back [`TRIPS`] times, each within the policy's
+//! window ([`MemoryPolicy::round_trip_window`](super::MemoryPolicy)), the
+//! bytes held with the commit that takes it back become the level
+//! trimming keeps (`Books::settled`, as when the churn budget runs out),
+//! so the cycle stops. Settling is bounded: never more than
+//! `peak_live >> CAP_SHIFT` above the trim limit the live data alone sets,
+//! so a workload whose pages come back in ever new places cannot ratchet
+//! the level up. A chunk that came back once only (a phase's pages taken
+//! again after a pause) changes nothing.
+
+use super::manager::MemoryManager;
+use super::rounding::shr;
+use crate::platform::Storage;
+
+/// How many trimmed chunks are remembered.
+const KEPT: usize = 8;
+
+/// Round trips of one chunk that prove its trims buy nothing.
+const TRIPS: u32 = 2;
+
+/// Settling raises the trim level by at most the live peak over
+/// `2^CAP_SHIFT` (1/32) above the limit set by the live data and the pages.
+const CAP_SHIFT: u32 = 5;
+
+/// One chunk trimmed by choice: its map, its granules, when, and how often
+/// it came back.
+#[derive(Copy, Clone, Debug, Default)]
+struct Trim {
+    map: u32,
+    lo: u32,
+    hi: u32,
+    /// The reserve count at its last trim; 0 once it came back (or for an
+    /// empty entry).
+    at: u64,
+    /// Times it came back within the window.
+    trips: u32,
+    /// The entry holds a chunk.
+    used: bool,
+}
+
+/// The chunks trimmed last, by choice (a ring, the oldest replaced).
+#[derive(Copy, Clone, Debug, Default)]
+pub(super) struct RoundTrips {
+    trims: [Trim; KEPT],
+    next: usize,
+}
+
+impl RoundTrips {
+    /// Notes chunk `[lo, hi)` of `map` trimmed by choice at reserve `now`
+    /// (`now > 0`: a trim happens inside a reserve).
+    pub(super) fn trimmed(&mut self, map: u32, lo: u32, hi: u32, now: u64) {
+        if let Some(t) = self
+            .trims
+            .iter_mut()
+            .find(|t| t.used && t.map == map && t.lo == lo && t.hi == hi)
+        {
+            t.at = now;
+            return;
+        }
+        self.trims[self.next] = Trim {
+            map,
+            lo,
+            hi,
+            at: now,
+            trips: 0,
+            used: true,
+        };
+        self.next = (self.next + 1) % KEPT;
+    }
+
+    /// A page spanning granules `[lo, hi)` of `map` is committed at reserve
+    /// `now`: counts a round trip for every remembered chunk inside the
+    /// span trimmed at most `window` reserves before; whether one of them
+    /// has now come back [`TRIPS`] times.
+    pub(super) fn came_back(&mut self, map: u32, lo: u32, hi: u32, now: u64, window: u64) -> bool {
+        let mut proven = false;
+        for t in &mut self.trims {
+            let inside = t.map == map && lo <= t.lo && t.hi <= hi;
+            if t.used && t.at != 0 && inside && now - t.at <= window {
+                t.at = 0;
+                t.trips = t.trips.saturating_add(1);
+                proven |= t.trips >= TRIPS;
+            }
+        }
+        proven
+    }
+
+    /// Forgets the chunks of `map` (its reservation went: the index may
+    /// name another one next).
+    pub(super) fn forget_map(&mut self, map: u32) {
+        for t in &mut self.trims {
+            if t.used && t.map == map {
+                *t = Trim::default();
+            }
+        }
+    }
+}
+
+impl<S: Storage> MemoryManager<S> {
+    /// Before trimming for a commit of `need` bytes to a page spanning
+    /// granules `[lo, hi)` of `map`: when that commit takes back a chunk
+    /// whose trims proved to buy nothing, settles trimming at the bytes
+    /// held with the commit, within the cap.
+    pub(super) fn settle_round_trip(&mut self, map: u32, lo: u32, hi: u32, need: u64) {
+        let window = u64::from(self.layout.policy().round_trip_window);
+        if window == 0 {
+            return;
+        }
+        let now = self.books.reserves;
+        if !self.books.trims.came_back(map, lo, hi, now, window) {
+            return;
+        }
+        let held = self.books.reserved + self.books.pending;
+        let live = self.books.peak_live;
+        let cap = self
+            .books
+            .high_water
+            .max(live)
+            .saturating_add(shr(live, self.layout.policy().trim_headroom_shift))
+            .saturating_add(shr(live, CAP_SHIFT));
+        let level = held.saturating_add(need);
+        if level <= cap {
+            self.books.settled = self.books.settled.max(level);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_proves_a_round_trip_on_its_second_return_within_the_window() {
+        let mut r = RoundTrips::default();
+        r.trimmed(3, 10, 14, 100);
+        // Back once, inside a wider span: counted, not yet proven.
+        assert!(!r.came_back(3, 8, 20, 110, 64));
+        // Not trimmed again: a second commit counts nothing.
+        assert!(!r.came_back(3, 10, 14, 111, 64));
+        r.trimmed(3, 10, 14, 200);
+        assert!(r.came_back(3, 10, 14, 230, 64));
+    }
+
+    #[test]
+    fn other_maps_partial_spans_and_late_returns_count_nothing() {
+        let mut r = RoundTrips::default();
+        for round in 0..4u64 {
+            let t = 100 + round * 1000;
+            r.trimmed(3, 10, 14, t);
+            assert!(!r.came_back(4, 10, 14, t + 1, 64), "another map");
+            assert!(
+                !r.came_back(3, 11, 14, t + 1, 64),
+                "only a part of the chunk"
+            );
+            assert!(!r.came_back(3, 10, 14, t + 65, 64), "past the window");
+        }
+    }
+
+    #[test]
+    fn a_forgotten_map_and_the_oldest_of_a_full_ring_are_gone() {
+        let mut r = RoundTrips::default();
+        r.trimmed(3, 0, 1, 1);
+        assert!(!r.came_back(3, 0, 1, 2, 64));
+        r.trimmed(3, 0, 1, 3);
+        r.forget_map(3);
+        assert!(!r.came_back(3, 0, 1, 4, 64), "forgotten with its map");
+        // KEPT other chunks push the first out of the ring.
+        r.trimmed(5, 0, 1, 10);
+        assert!(!r.came_back(5, 0, 1, 11, 64));
+        for k in 0..KEPT as u32 {
+            r.trimmed(6, k, k + 1, 12);
+        }
+        r.trimmed(5, 0, 1, 13);
+        assert!(
+            !r.came_back(5, 0, 1, 14, 64),
+            "its first trip was forgotten"
+        );
+    }
+}
