@@ -1,23 +1,24 @@
 //! Round trips: memory trimmed by choice that the same pages keep needing
 //! again.
 //!
-//! Trimming ([`decommit_to_fit`](super::MemoryManager)) gives idle chunks
-//! back, oldest first, so a commit stays under the trim limit. On a
-//! workload that cycles through the same pages in a layout that shifts a
-//! little every step (a diffusion sampler's steps), the oldest idle chunk
-//! is the one the cycle needs next: each step trims a chunk and commits it
-//! again a few reserves later, and that commit trims the next, every step
-//! for as long as the workload runs, for bytes the peak never shows. The
-//! manager remembers the last [`KEPT`] chunks it trimmed by choice; once
-//! one of them has come back [`TRIPS`] times, each within the policy's
-//! window ([`MemoryPolicy::round_trip_window`](super::MemoryPolicy)), the
-//! bytes held with the commit that takes it back become the level
-//! trimming keeps (`Books::settled`, as when the churn budget runs out),
-//! so the cycle stops. Settling is bounded: never more than
-//! `peak_live >> CAP_SHIFT` above the trim limit the live data alone sets,
-//! so a workload whose pages come back in ever new places cannot ratchet
-//! the level up. A chunk that came back once only (a phase's pages taken
-//! again after a pause) changes nothing.
+//! Trimming (`decommit_to_fit`) gives idle chunks back, oldest first, so a
+//! commit stays under the trim limit. On a workload that cycles through
+//! the same pages in a layout that shifts a little every step (a diffusion
+//! sampler's steps), the oldest idle chunk is the one the cycle needs
+//! next: each step trims a chunk and commits it again a few reserves
+//! later, and that commit trims the next, every step for as long as the
+//! workload runs: two driver calls per chunk and step to keep the peak
+//! about one percent lower. The manager remembers the last [`KEPT`]
+//! chunks it trimmed by choice; once one of them has come back [`TRIPS`]
+//! times, each within the policy's window
+//! ([`MemoryPolicy::round_trip_window`](super::MemoryPolicy)), the bytes
+//! held with the commit that takes it back become the level trimming
+//! keeps (`Books::settled`, as when the churn budget runs out), so the
+//! cycle stops. Settling is bounded: never more than
+//! `peak_live >> CAP_SHIFT` above the trim limit the pages and the live
+//! data set (settling aside), so a workload whose pages come back in ever
+//! new places cannot ratchet the level up. A chunk that came back once
+//! only (a phase's pages taken again after a pause) changes nothing.
 
 use super::manager::MemoryManager;
 use super::rounding::shr;

@@ -177,15 +177,16 @@ pub struct MemoryPolicy {
     /// nothing: when a chunk trimmed by choice is committed again within
     /// this many reserves, for the second time, the bytes held with that
     /// commit become the level trimming keeps (at most 1/32 of the live
-    /// peak above the trim limit the live data sets; see `round_trips.rs`).
+    /// peak above the trim limit the pages and the live data set; see
+    /// `round_trips.rs`).
     /// A workload cycling through a shifting layout otherwise trims and
     /// commits the same chunks every step (the held-out diffusion
     /// sampler: 130 decommits and 186 commits for a peak 1.0302 of the
     /// live one, 90 commits and 1.0400 with it, the best peer's
-    /// 1.0420). 0 turns it off (with [`Favour::Bytes`]). Over the driver
-    /// model, both figures on 99 of 132 scored workloads (97 without), no
-    /// workload's bytes over its best peer's that were not already
-    /// (BENCHMARKS.md section 6, round 26).
+    /// 1.0420; on an H100 its wall 1.44 -> 0.59 of the driver pool's).
+    /// 0 turns it off (with [`Favour::Bytes`]). Over the driver model,
+    /// both figures on 99 of 132 scored workloads (97 without), bytes on
+    /// 107 either way (BENCHMARKS.md section 6, round 26).
     pub round_trip_window: u32,
     /// On a resizable storage, what decommits made by choice (trimming,
     /// the strand guard) may cost in estimated driver time, earned by the
