@@ -140,6 +140,7 @@ impl<S: Storage> MemoryManager<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::vec::Vec;
 
     #[test]
     fn a_chunk_proves_a_round_trip_on_its_second_return_within_the_window() {
@@ -187,5 +188,86 @@ mod tests {
             !r.came_back(5, 0, 1, 14, 64),
             "its first trip was forgotten"
         );
+    }
+
+    /// The ring against a naive model: every trim ever noted, in order,
+    /// the ring holding the last `KEPT` new chunks (a trim of a chunk it
+    /// holds refreshes it in place; a forgotten map's entries stay gone).
+    #[test]
+    fn the_ring_matches_a_list_of_every_trim() {
+        #[derive(Clone, Copy)]
+        struct Noted {
+            key: (u32, u32, u32),
+            at: u64,
+            trips: u32,
+            gone: bool,
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..50 {
+            let mut ring = RoundTrips::default();
+            let mut noted: Vec<Noted> = Vec::new();
+            let mut now = 1u64;
+            for _ in 0..400 {
+                now += 1 + next(20);
+                let map = next(3) as u32;
+                let lo = next(6) as u32;
+                let hi = lo + 1 + next(3) as u32;
+                match next(10) {
+                    0..=3 => {
+                        ring.trimmed(map, lo, hi, now);
+                        // In the ring: among the last KEPT new chunks.
+                        let held = noted.len().saturating_sub(KEPT);
+                        match noted[held..]
+                            .iter_mut()
+                            .find(|n| !n.gone && n.key == (map, lo, hi))
+                        {
+                            Some(n) => n.at = now,
+                            None => noted.push(Noted {
+                                key: (map, lo, hi),
+                                at: now,
+                                trips: 0,
+                                gone: false,
+                            }),
+                        }
+                    }
+                    4 => {
+                        ring.forget_map(map);
+                        for n in &mut noted {
+                            if n.key.0 == map {
+                                n.gone = true;
+                            }
+                        }
+                    }
+                    _ => {
+                        let (wlo, whi) = (lo.saturating_sub(1), hi + next(2) as u32);
+                        let window = 10 + next(80);
+                        let got = ring.came_back(map, wlo, whi, now, window);
+                        let held = noted.len().saturating_sub(KEPT);
+                        let mut want = false;
+                        for n in &mut noted[held..] {
+                            let (m, l, h) = n.key;
+                            if !n.gone
+                                && n.at != 0
+                                && m == map
+                                && wlo <= l
+                                && h <= whi
+                                && now - n.at <= window
+                            {
+                                n.at = 0;
+                                n.trips += 1;
+                                want |= n.trips >= TRIPS;
+                            }
+                        }
+                        assert_eq!(got, want);
+                    }
+                }
+            }
+        }
     }
 }
