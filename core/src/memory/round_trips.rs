@@ -88,7 +88,7 @@ impl RoundTrips {
         let mut proven = false;
         for t in &mut self.trims {
             let inside = t.map == map && lo <= t.lo && t.hi <= hi;
-            if t.used && t.at != 0 && inside && now - t.at <= window {
+            if t.used && t.at != 0 && inside && now.saturating_sub(t.at) <= window {
                 t.at = 0;
                 t.trips = t.trips.saturating_add(1);
                 proven |= t.trips >= TRIPS;
