@@ -268,7 +268,7 @@ pub fn pick_layout(
                 keep_bare_reservations: false,
                 large_page_space: false,
                 small_page_lane: true,
-                round_trip_window: 1,
+                round_trip_window: u32::MAX,
                 churn_budget: ChurnBudget::UNLIMITED,
             },
         ),
