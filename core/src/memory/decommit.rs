@@ -10,6 +10,7 @@ use super::lanes::unusable_by;
 use super::large::LARGE_LANE;
 use super::manager::MemoryManager;
 use super::progress::Progress;
+use crate::arena::Key;
 use crate::platform::Storage;
 
 type Res<T, S> = Result<T, MemoryError<<S as Storage>::Error>>;
@@ -241,12 +242,9 @@ impl<S: Storage> MemoryManager<S> {
                 && self.seg().chunks.is_bare(r.map)
                 && !self.layout.policy().keep_bare_reservations
             {
-                let seg = self.seg_mut();
-                seg.engines[LARGE_LANE].remove_page(r.first_block);
-                seg.chunks.remove_map(r.map);
-                seg.reservations.remove_at(owner);
-                self.books.trims.forget_map(r.map);
-                self.storage.dealloc(r.id);
+                if let Some(key) = self.seg().reservations.key_at(owner) {
+                    self.release_reservation(key);
+                }
             }
         }
         Ok(moved)
@@ -270,14 +268,23 @@ impl<S: Storage> MemoryManager<S> {
                 i += 1;
                 continue;
             }
-            let seg = self.seg_mut();
-            seg.engines[usize::from(r.lane)].remove_page(r.first_block);
-            seg.chunks.remove_map(r.map);
-            seg.reservations.remove(key);
-            self.books.trims.forget_map(r.map);
-            self.storage.dealloc(r.id);
+            self.release_reservation(key);
             released += 1;
         }
         released
+    }
+
+    /// Releases reservation `key`, every chunk of it decommitted: its
+    /// block in its lane's engine, its chunk map (and the trims remembered
+    /// in it) and its addresses (freed at the next flush).
+    fn release_reservation(&mut self, key: Key) {
+        let seg = self.seg_mut();
+        let Some(r) = seg.reservations.remove(key) else {
+            return;
+        };
+        seg.engines[usize::from(r.lane)].remove_page(r.first_block);
+        seg.chunks.remove_map(r.map);
+        self.books.trims.forget_map(r.map);
+        self.storage.dealloc(r.id);
     }
 }

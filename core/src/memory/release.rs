@@ -158,22 +158,29 @@ impl<S: Storage> MemoryManager<S> {
     /// (and no lower than where the churn budget settled it, see
     /// `decommit_to_fit`).
     pub(super) fn trim_limit(&self) -> u64 {
-        let headroom = shr(
-            self.books.peak_live,
-            self.layout.policy().trim_headroom_shift,
-        );
         self.trim_floor()
-            .max(self.books.peak_live.saturating_add(headroom))
+            .max(self.books.peak_live.saturating_add(self.trim_headroom()))
     }
 
     /// The trim limit without the headroom: the bytes the pages and the
     /// live data have already needed (the most ever held, the live peak,
     /// the level the churn budget settled at).
     pub(super) fn trim_floor(&self) -> u64 {
-        self.books
-            .high_water
-            .max(self.books.peak_live)
-            .max(self.books.settled)
+        self.needed_bytes().max(self.books.settled)
+    }
+
+    /// The bytes the pages and the live data have needed, settling aside:
+    /// the most ever held, or the live peak.
+    pub(super) fn needed_bytes(&self) -> u64 {
+        self.books.high_water.max(self.books.peak_live)
+    }
+
+    /// The policy's trim headroom: the live peak by its shift.
+    pub(super) fn trim_headroom(&self) -> u64 {
+        shr(
+            self.books.peak_live,
+            self.layout.policy().trim_headroom_shift,
+        )
     }
 
     /// Releases every idle page (the persistent pool's too), then flushes

@@ -46,8 +46,14 @@ struct Trim {
     at: u64,
     /// Times it came back within the window.
     trips: u32,
-    /// The entry holds a chunk.
-    used: bool,
+}
+
+impl Trim {
+    /// Whether the entry holds a chunk (a chunk has granules: `hi > lo`,
+    /// so an empty entry's `hi` of 0 names none).
+    fn used(&self) -> bool {
+        self.hi != 0
+    }
 }
 
 /// The chunks trimmed last, by choice (a ring, the oldest replaced).
@@ -64,7 +70,7 @@ impl RoundTrips {
         if let Some(t) = self
             .trims
             .iter_mut()
-            .find(|t| t.used && t.map == map && t.lo == lo && t.hi == hi)
+            .find(|t| t.used() && t.map == map && t.lo == lo && t.hi == hi)
         {
             t.at = now;
             return;
@@ -75,7 +81,6 @@ impl RoundTrips {
             hi,
             at: now,
             trips: 0,
-            used: true,
         };
         self.next = (self.next + 1) % KEPT;
     }
@@ -88,7 +93,7 @@ impl RoundTrips {
         let mut proven = false;
         for t in &mut self.trims {
             let inside = t.map == map && lo <= t.lo && t.hi <= hi;
-            if t.used && t.at != 0 && inside && now.saturating_sub(t.at) <= window {
+            if t.used() && t.at != 0 && inside && now.saturating_sub(t.at) <= window {
                 t.at = 0;
                 t.trips = t.trips.saturating_add(1);
                 proven |= t.trips >= TRIPS;
@@ -101,7 +106,7 @@ impl RoundTrips {
     /// name another one next).
     pub(super) fn forget_map(&mut self, map: u32) {
         for t in &mut self.trims {
-            if t.used && t.map == map {
+            if t.used() && t.map == map {
                 *t = Trim::default();
             }
         }
@@ -122,15 +127,11 @@ impl<S: Storage> MemoryManager<S> {
         if !self.books.trims.came_back(map, lo, hi, now, window) {
             return;
         }
-        let held = self.books.reserved + self.books.pending;
-        let live = self.books.peak_live;
         let cap = self
-            .books
-            .high_water
-            .max(live)
-            .saturating_add(shr(live, self.layout.policy().trim_headroom_shift))
-            .saturating_add(shr(live, CAP_SHIFT));
-        let level = held.saturating_add(need);
+            .needed_bytes()
+            .saturating_add(self.trim_headroom())
+            .saturating_add(shr(self.books.peak_live, CAP_SHIFT));
+        let level = self.held_bytes().saturating_add(need);
         if level <= cap {
             self.books.settled = self.books.settled.max(level);
         }

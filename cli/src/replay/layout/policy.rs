@@ -119,17 +119,24 @@ fn max_pages(v: &Value, at: &str) -> Result<u32, FileError> {
 
 /// A count of granules in `min..=u32::MAX`.
 fn granules(v: &Value, at: &str, min: u32) -> Result<u32, FileError> {
-    let n = integer(v, at)?;
-    match u32::try_from(n) {
-        Ok(g) if g >= min => Ok(g),
-        _ => Err(format_err(at, format!("{n} is not in {min}..=4294967295"))),
-    }
+    count(v, at, min, "")
 }
 
 /// A count of reserves in `0..=u32::MAX` (0: off).
 fn reserves(v: &Value, at: &str) -> Result<u32, FileError> {
+    count(v, at, 0, " (0: off)")
+}
+
+/// An integer in `min..=u32::MAX`; refused with the range and `note`.
+fn count(v: &Value, at: &str, min: u32, note: &str) -> Result<u32, FileError> {
     let n = integer(v, at)?;
-    u32::try_from(n).map_err(|_| format_err(at, format!("{n} is not in 0..=4294967295 (0: off)")))
+    match u32::try_from(n) {
+        Ok(c) if c >= min => Ok(c),
+        _ => Err(format_err(
+            at,
+            format!("{n} is not in {min}..=4294967295{note}"),
+        )),
+    }
 }
 
 /// The value of the names in `choices` that `v` is.
