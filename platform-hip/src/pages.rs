@@ -214,9 +214,27 @@ impl View<'_> {
         bindings: &[Binding],
         out: &mut [*mut c_void],
     ) -> Result<(), HipError> {
+        // A launch's bindings mostly share a page (the pools carve small
+        // buffers out of one): the last page looked up is remembered, so a
+        // repeat costs a compare instead of a hash lookup. The view's lock
+        // is held throughout, so the remembered size stays the page's.
+        let mut last: Option<(u64, u64)> = None;
         for (slot, b) in out.iter_mut().zip(bindings) {
             let r = b.range;
-            *slot = self.address(call, r.page, r.offset, r.len)? as *mut c_void;
+            let size = match last {
+                Some((page, size)) if page == r.page.0 => size,
+                _ => match self.live(r.page.0) {
+                    Some(size) => {
+                        last = Some((r.page.0, size));
+                        size
+                    }
+                    None => return Err(self.refuse(call, r.page.0)),
+                },
+            };
+            if !inside(size, r.offset, r.len) {
+                return Err(self.refuse(call, r.page.0));
+            }
+            *slot = (r.page.0 + r.offset) as *mut c_void;
         }
         Ok(())
     }
@@ -437,6 +455,21 @@ mod tests {
                             let mut out = [std::ptr::null_mut(); 1];
                             let checked = view.bindings("q", &[binding], &mut out);
                             prop_assert_eq!(checked.is_ok(), expected);
+                            // The same page twice: the second is served by
+                            // the remembered lookup, and must agree.
+                            let whole = Binding {
+                                range: DeviceRange { page: PageId(page), offset: 0, len: 1 },
+                                access: Access::Read,
+                            };
+                            let whole_ok = model.iter().any(|&(h, s, size, retired)| {
+                                !h && s == page && !retired && size >= 1
+                            });
+                            let mut out = [std::ptr::null_mut(); 2];
+                            let checked = view.bindings("q", &[whole, binding], &mut out);
+                            prop_assert_eq!(checked.is_ok(), expected && whole_ok);
+                            if checked.is_ok() {
+                                prop_assert_eq!(out[1] as u64, page + offset);
+                            }
                         }
                     }
                 }

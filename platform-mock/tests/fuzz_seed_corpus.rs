@@ -64,12 +64,13 @@ fn generated_corpora_pass_and_cover_their_targets() {
             },
             Outcome::Failed,
         );
-        // Adversarial configs (refused, and accepted but not strict), and
-        // pages carved from reservations.
+        // Adversarial configs (refused, and accepted but not strict), pages
+        // carved from reservations, and trimming settled on round trips.
         for fact in [
             fuzzing::SETUP_FACT,
             fuzzing::SETUP_FACT | 3,
             fuzzing::SETUP_FACT | 5,
+            fuzzing::SETUP_FACT | 6,
         ] {
             assert!(
                 features.contains(&fact),

@@ -86,6 +86,9 @@ pub(super) struct Books {
     /// The bytes held when the churn budget last left a commit over the
     /// trim limit: trimming keeps no lower (see `decommit_to_fit`).
     pub settled: u64,
+    /// How many times a chunk's round trip raised `settled`
+    /// (`round_trips.rs`).
+    pub round_trip_settles: u64,
     /// Bytes of large pages' idle reservations given back so that other
     /// pages could grow without passing the trim floor, not yet committed
     /// again by a large page: the others' commits do not reach ahead into
@@ -345,6 +348,8 @@ impl<S: Storage> MemoryManager<S> {
         MemoryReport {
             pools: self.pools.iter().map(|p| p.stats).collect(),
             pending_release: self.books.pending,
+            settled: self.books.settled,
+            round_trip_settles: self.books.round_trip_settles,
         }
     }
 

@@ -60,6 +60,13 @@ pub struct MemoryReport {
     /// Bytes of pages released to storage but not yet flushed (the storage
     /// still holds them).
     pub pending_release: u64,
+    /// The bytes trimming keeps no lower than, once it proved to buy
+    /// nothing (the churn budget ran out, or trimmed chunks kept coming
+    /// back); 0 while trimming is unsettled.
+    pub settled: u64,
+    /// How many commits that took back a chunk trimmed twice before
+    /// raised [`MemoryReport::settled`] (`MemoryPolicy::round_trip_window`).
+    pub round_trip_settles: u64,
 }
 
 impl MemoryReport {
@@ -135,6 +142,14 @@ impl fmt::Display for MemoryReport {
                 HumanBytes(self.pending_release)
             )?;
         }
+        if self.settled > 0 {
+            writeln!(
+                f,
+                "trimming settled at {} ({} round trips)",
+                HumanBytes(self.settled),
+                self.round_trip_settles
+            )?;
+        }
         Ok(())
     }
 }
@@ -172,6 +187,8 @@ mod tests {
         let r = MemoryReport {
             pools: alloc::vec![a, b],
             pending_release: 0,
+            settled: 0,
+            round_trip_settles: 0,
         };
         let t = r.total();
         assert_eq!((t.pages, t.reserved, t.slices), (3, 4 << 20, 2));
@@ -184,5 +201,17 @@ mod tests {
         assert!(lines[3].contains("4.00 MiB"), "{text}");
         let width = lines[0].len();
         assert!(lines.iter().all(|l| l.len() == width), "{text}");
+        // Settled trimming gets a line of its own, only when it happened.
+        let settled = MemoryReport {
+            settled: 3 << 20,
+            round_trip_settles: 2,
+            ..r
+        };
+        let text = format!("{settled}");
+        assert_eq!(text.lines().count(), 5, "{text}");
+        assert!(
+            text.ends_with("trimming settled at 3.00 MiB (2 round trips)\n"),
+            "{text}"
+        );
     }
 }

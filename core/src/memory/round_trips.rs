@@ -134,6 +134,7 @@ impl<S: Storage> MemoryManager<S> {
         let level = self.held_bytes().saturating_add(need);
         if level <= cap {
             self.books.settled = self.books.settled.max(level);
+            self.books.round_trip_settles += 1;
         }
     }
 }

@@ -513,6 +513,14 @@ fn a_cycle_of_trims_settles_on_the_device() {
             m.decommits(),
             peak_held as f64 / peak_live as f64,
         );
+        // The report says whether, and how often, a round trip settled it.
+        let report = m.report();
+        if window == 0 {
+            assert_eq!(report.round_trip_settles, 0);
+        } else {
+            assert!(report.round_trip_settles > 0, "no settle reported");
+            assert!(report.settled > 0 && report.settled <= peak_held);
+        }
         cleans_up(&r, &mut m);
         figures
     };

@@ -97,7 +97,8 @@ pub struct RunReport {
 /// layout was refused; `| 2`, a stream could not get even 4 bytes; `| 3`,
 /// the run is not strict (adversarial properties or layout); `| 4`, the
 /// device has more streams than the ops use; `| 5`, the device storages
-/// offer resizable pages.
+/// offer resizable pages; `| 6`, a stream's trimming settled on a round
+/// trip (a chunk trimmed by choice came back twice).
 pub const SETUP_FACT: u32 = 0xfe << 8;
 
 /// One harness run over one device.
@@ -352,6 +353,14 @@ impl Driver {
             self.step(i, *op)?;
         }
         let steps = program.ops.len();
+        let settled = self.ids.iter().any(|&id| {
+            self.device
+                .memory_report(id)
+                .is_some_and(|r| r.round_trip_settles > 0)
+        });
+        if settled {
+            self.features.insert(SETUP_FACT | 6);
+        }
         self.finish()?;
         Ok(RunReport {
             steps,
