@@ -13,8 +13,9 @@
 # measured wall times the model's wall over the model's wall for
 # BASE_SETTINGS (`score_replays.py --base-model`). BASE_SETTINGS stands for
 # the builds that measured the logs below; its default,
-# "align=0,share=0,space=0,rt=0", is round 21's layout (and no round-trip
-# settling, round 26's, which no build of those logs had), which gives the
+# "align=0,share=0,space=0,rt=0,idle=64", is round 21's layout (and
+# neither round-trip settling, round 26's, nor the idle cap, round 27's,
+# which no build of those logs had), which gives the
 # same model figures as the builds of rounds 16-22 on all but the held-out
 # CNN, so a variant's tally is comparable with another's, not an exact
 # prediction of a GPU run.
@@ -34,7 +35,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 cd "$root"
 setting="${1:-}"
-base="${2:-align=0,share=0,space=0,rt=0}"
+base="${2:-align=0,share=0,space=0,rt=0,idle=64}"
 results=platform-hip/nvidia/results
 
 cargo build --release -q -p streamcore-mock --example policy_sweep

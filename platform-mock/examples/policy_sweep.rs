@@ -14,7 +14,8 @@
 //! granules: 0 or 1), `keep` (keep large pages' bare reservations: 0 or
 //! 1), `space` (large pages in the shared lane but for growing buffers'
 //! steps: 0 or 1), `small` (pages below one granule in a lane of their
-//! own: 0 or 1), `rt` (the round-trip window in reserves, 0: off). Prints one
+//! own: 0 or 1), `rt` (the round-trip window in reserves, 0: off), `idle`
+//! (the idle cap's shift, 64: no cap). Prints one
 //! line per trace and touch mode (the recorded traces,
 //! `synthetic::workloads`, `synthetic::held_out` and the fresh sets of
 //! seeds 7919 and 104729; with `--seeds A..B`, the fresh sets of seeds
@@ -72,6 +73,7 @@ fn apply(mut policy: MemoryPolicy, settings: &str) -> Result<MemoryPolicy, Strin
             "space" => policy.large_page_space = v != 0,
             "small" => policy.small_page_lane = v != 0,
             "rt" => policy.round_trip_window = v as u32,
+            "idle" => policy.idle_cap_shift = small()?,
             "guard" => {
                 policy.strand_guard = match v {
                     0 => StrandGuard::Off,

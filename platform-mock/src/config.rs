@@ -4,7 +4,7 @@ use std::boxed::Box;
 use std::fmt;
 use std::vec::Vec;
 
-use streamcore::platform::DeviceProperties;
+use streamcore::platform::{DeviceProperties, StorageCosts};
 
 use crate::schedule::{
     EagerScheduler, LazyScheduler, Scheduler, ScriptedScheduler, SeededScheduler,
@@ -50,6 +50,7 @@ pub struct MockConfig {
     pub(crate) report_uninitialized: bool,
     pub(crate) allow_query_during_capture: bool,
     pub(crate) virtual_memory: Option<u64>,
+    pub(crate) storage_costs: StorageCosts,
 }
 
 impl fmt::Debug for MockConfig {
@@ -64,6 +65,7 @@ impl fmt::Debug for MockConfig {
                 &self.allow_query_during_capture,
             )
             .field("virtual_memory", &self.virtual_memory)
+            .field("storage_costs", &self.storage_costs)
             .finish_non_exhaustive()
     }
 }
@@ -85,6 +87,7 @@ impl Default for MockConfig {
             report_uninitialized: true,
             allow_query_during_capture: false,
             virtual_memory: None,
+            storage_costs: StorageCosts::default(),
         }
     }
 }
@@ -102,6 +105,17 @@ impl MockConfig {
     /// default.
     pub fn virtual_memory(mut self, granularity: u64) -> Self {
         self.virtual_memory = Some(granularity);
+        self
+    }
+
+    /// What the device storages declare their calls cost
+    /// ([`StorageTerms::costs`](streamcore::platform::StorageTerms)), so
+    /// the memory manager's churn budget binds as over a real driver: a
+    /// deterministic run of what the budget and its idle cap decide. Only
+    /// declared: the mock's clock does not charge them. None by default
+    /// (the budget never binds).
+    pub fn storage_costs(mut self, costs: StorageCosts) -> Self {
+        self.storage_costs = costs;
         self
     }
 

@@ -113,10 +113,12 @@ impl Storage for MockStorage {
 
     /// Resizable pages when the platform was configured with
     /// [`virtual_memory`](crate::MockConfig::virtual_memory); reservations
-    /// are as large as the device.
+    /// are as large as the device. The call costs the config declares
+    /// ([`storage_costs`](crate::MockConfig::storage_costs)).
     fn terms(&self) -> StorageTerms {
         let st = lock(&self.shared);
         let mut t = StorageTerms::plain(self.alignment);
+        t.costs = st.storage_costs;
         if let (Some(g), Some(max)) = (st.memory.granularity, st.memory.max_reservation()) {
             t.resizable = Some(ResizableTerms::new(g, max));
         }

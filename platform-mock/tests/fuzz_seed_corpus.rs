@@ -65,12 +65,15 @@ fn generated_corpora_pass_and_cover_their_targets() {
             Outcome::Failed,
         );
         // Adversarial configs (refused, and accepted but not strict), pages
-        // carved from reservations, and trimming settled on round trips.
+        // carved from reservations, trimming settled on round trips, the
+        // driver's costs declared and the idle cap acting on them.
         for fact in [
             fuzzing::SETUP_FACT,
             fuzzing::SETUP_FACT | 3,
             fuzzing::SETUP_FACT | 5,
             fuzzing::SETUP_FACT | 6,
+            fuzzing::SETUP_FACT | 7,
+            fuzzing::SETUP_FACT | 8,
         ] {
             assert!(
                 features.contains(&fact),

@@ -114,8 +114,9 @@ resizable (virtual-memory) storage:
                \"share_large_reservations\": true, \"keep_bare_reservations\": true,
                \"large_page_space\": true, \"small_page_lane\": false,
                \"round_trip_window\": 64,   (0: off)
-               \"churn_budget\": {\"per_reserve_ns\": 500, \"per_mib_ns\": 150}}
+               \"churn_budget\": {\"per_reserve_ns\": 500, \"per_mib_ns\": 150},
                                            (or \"unlimited\")
+               \"idle_cap_shift\": 2}       (64: no cap)
 
 Shifts are 0 to 64 (64: none). What each setting does: `MemoryPolicy` in
 the API documentation (cargo doc -p streamcore).

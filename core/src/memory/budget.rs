@@ -15,12 +15,24 @@
 //! budget is spent, a commit passes the trim limit instead: the limit rises
 //! with what is held, so the manager settles at a level it can afford.
 //!
+//! The level it settles at has a cap (`MemoryPolicy::idle_cap_shift`):
+//! once a large part of the live peak sits idle in committed chunks and a
+//! commit would pass the live peak by more than 1/16 of it,
+//! trimming takes idle chunks back even where the budget does not cover
+//! them (and charges them). A budget spent early would otherwise keep the
+//! memory of a phase long gone and let the next one grow on top of it.
+//!
 //! A storage that declares no costs charges nothing: the budget never
 //! binds. Explicit [`cleanup`](super::MemoryManager::cleanup), periodic
 //! release and the out-of-memory retry are never limited.
 
 use super::manager::MemoryManager;
+use super::rounding::shr;
 use crate::platform::Storage;
+
+/// The idle cap binds only on a commit that would hold more than the live
+/// peak plus `peak >> OVER_PEAK_SHIFT` (1/16 of it).
+const OVER_PEAK_SHIFT: u32 = 4;
 
 /// How much estimated driver time a manager may spend on calls it chooses
 /// to make (decommits to trim or to guard against stranded memory), earned
@@ -71,6 +83,19 @@ impl<S: Storage> MemoryManager<S> {
     /// Whether the budget covers a decommit of `bytes`.
     pub(super) fn affords(&self, bytes: u64) -> bool {
         self.churn_cost(bytes) <= self.churn_left()
+    }
+
+    /// Whether a commit that would leave `holding` bytes held passes the
+    /// idle cap (`MemoryPolicy::idle_cap_shift`): trimming for it then
+    /// takes idle chunks the budget does not cover.
+    pub(super) fn over_idle_cap(&self, holding: u64) -> bool {
+        let shift = self.layout.policy().idle_cap_shift;
+        if shift >= 64 {
+            return false;
+        }
+        let peak = self.books.peak_live;
+        holding > peak.saturating_add(shr(peak, OVER_PEAK_SHIFT))
+            && self.idle_committed_bytes() > shr(peak, shift)
     }
 
     /// Charges a decommit of `bytes` made by choice.

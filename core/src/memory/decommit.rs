@@ -77,7 +77,8 @@ impl<S: Storage> MemoryManager<S> {
     /// after `progress` waited for it; if it cannot, the commit passes the
     /// limit. Each decommit is charged to the churn budget (`budget.rs`)
     /// unless the chunk is a large page's own (or goes in the pass below);
-    /// a chunk the budget does not cover stays, and when that leaves the
+    /// a chunk the budget does not cover stays (unless the commit passes
+    /// the idle cap, [`over_idle_cap`](Self::over_idle_cap)), and when that leaves the
     /// commit over the limit, the bytes held then become the level trimming
     /// keeps (hysteresis: the manager stops paying for round trips that do
     /// not keep its memory down). With `unusable_for: Some(lane)`, only
@@ -101,6 +102,8 @@ impl<S: Storage> MemoryManager<S> {
             if excess == 0 {
                 break;
             }
+            // Past the idle cap, the budget's refusals do not hold.
+            let capped = !unusable_pass && self.over_idle_cap(held + need);
             let completed = self.books.completed;
             let chunks = &self.seg().chunks;
             // (chunk, bytes) over the fenced chunks, and over all of them.
@@ -120,7 +123,7 @@ impl<S: Storage> MemoryManager<S> {
                     continue;
                 }
                 let free = unusable_pass || self.exempt(ch.map);
-                if !free && !self.affords(bytes) {
+                if !free && !capped && !self.affords(bytes) {
                     refused = true;
                     next = chunks.lru_next(c);
                     continue;
@@ -170,6 +173,9 @@ impl<S: Storage> MemoryManager<S> {
             // last chunk.
             let exempt = self.exempt(ch.map);
             if !(exempt || unusable_pass) {
+                if capped && !self.affords(bytes) {
+                    self.books.capped_decommits += 1;
+                }
                 self.charge(bytes);
                 let now = self.books.reserves;
                 self.books

@@ -89,6 +89,9 @@ pub(super) struct Books {
     /// How many times a chunk's round trip raised `settled`
     /// (`round_trips.rs`).
     pub round_trip_settles: u64,
+    /// Decommits the churn budget did not cover, made past the idle cap
+    /// (`budget.rs`).
+    pub capped_decommits: u64,
     /// Bytes of large pages' idle reservations given back so that other
     /// pages could grow without passing the trim floor, not yet committed
     /// again by a large page: the others' commits do not reach ahead into
@@ -350,6 +353,7 @@ impl<S: Storage> MemoryManager<S> {
             pending_release: self.books.pending,
             settled: self.books.settled,
             round_trip_settles: self.books.round_trip_settles,
+            capped_decommits: self.books.capped_decommits,
         }
     }
 

@@ -67,6 +67,9 @@ pub struct MemoryReport {
     /// How many commits that took back a chunk trimmed twice before
     /// raised [`MemoryReport::settled`] (`MemoryPolicy::round_trip_window`).
     pub round_trip_settles: u64,
+    /// Decommits the churn budget did not cover, made because idle memory
+    /// passed its cap (`MemoryPolicy::idle_cap_shift`).
+    pub capped_decommits: u64,
 }
 
 impl MemoryReport {
@@ -150,6 +153,13 @@ impl fmt::Display for MemoryReport {
                 self.round_trip_settles
             )?;
         }
+        if self.capped_decommits > 0 {
+            writeln!(
+                f,
+                "idle chunks given back past the churn budget: {}",
+                self.capped_decommits
+            )?;
+        }
         Ok(())
     }
 }
@@ -189,6 +199,7 @@ mod tests {
             pending_release: 0,
             settled: 0,
             round_trip_settles: 0,
+            capped_decommits: 0,
         };
         let t = r.total();
         assert_eq!((t.pages, t.reserved, t.slices), (3, 4 << 20, 2));
@@ -211,6 +222,16 @@ mod tests {
         assert_eq!(text.lines().count(), 5, "{text}");
         assert!(
             text.ends_with("trimming settled at 3.00 MiB (2 round trips)\n"),
+            "{text}"
+        );
+        let capped = MemoryReport {
+            capped_decommits: 4,
+            ..settled
+        };
+        let text = format!("{capped}");
+        assert_eq!(text.lines().count(), 6, "{text}");
+        assert!(
+            text.ends_with("idle chunks given back past the churn budget: 4\n"),
             "{text}"
         );
     }

@@ -71,6 +71,8 @@ pub(crate) struct State {
     pub instance: u64,
     pub props: DeviceProperties,
     pub costs: CostModel,
+    /// What device storages declare their calls cost.
+    pub storage_costs: streamcore::platform::StorageCosts,
     pub report_uninitialized: bool,
     pub allow_query_during_capture: bool,
     pub scheduler: Box<dyn Scheduler>,
@@ -106,6 +108,7 @@ impl State {
             instance,
             props: p,
             costs: config.costs,
+            storage_costs: config.storage_costs,
             report_uninitialized: config.report_uninitialized,
             allow_query_during_capture: config.allow_query_during_capture,
             scheduler: config.scheduler,

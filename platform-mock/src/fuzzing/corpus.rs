@@ -393,6 +393,29 @@ pub fn scenarios() -> Vec<Program> {
                 Alloc { stream: 0, size: 7 },
             ],
         },
+        // The storages declare the driver's call costs: the churn budget
+        // binds at once, and a commit that would pass the live peak with
+        // a large part of it idle gives idle chunks back anyway
+        // (`MemoryPolicy::idle_cap_shift`).
+        Program {
+            config: Config {
+                streams: 0,
+                seed: 3,
+                flush: 1,
+                device: 0xb0,
+                layout: 0,
+                declared: 0,
+            },
+            ops: vec![
+                Alloc { stream: 0, size: 6 },
+                Alloc {
+                    stream: 0,
+                    size: 12,
+                },
+                Free { buf: 2 },
+                Alloc { stream: 0, size: 7 },
+            ],
+        },
     ]
 }
 

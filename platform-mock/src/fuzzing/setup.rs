@@ -17,7 +17,7 @@ use streamcore::drop_queue::FlushPolicy;
 use streamcore::memory::{
     ChurnBudget, LayoutError, LayoutPreset, MemoryLayout, MemoryPolicy, PoolSpec, StrandGuard,
 };
-use streamcore::platform::DeviceProperties;
+use streamcore::platform::{DeviceProperties, StorageCosts};
 use streamcore::stream::StreamId;
 
 use super::program::Config;
@@ -52,6 +52,11 @@ pub struct Setup {
     /// memory), and their granularity: the memory manager then carves its
     /// pages from reservations it commits and decommits.
     pub virtual_memory: Option<u64>,
+    /// What the device storages declare their calls cost: the H200's
+    /// driver table for half the runs with virtual memory
+    /// (`device / 128 == 1`), so the churn budget binds and its idle cap
+    /// acts as over the real driver; none otherwise.
+    pub storage_costs: Option<StorageCosts>,
     /// The layout drawn (`layout % 16`, see [`pick_layout`]).
     pub layout_pick: u8,
     /// The scheduler seed (which harness layout a run gets).
@@ -102,6 +107,11 @@ impl Setup {
                     2 * MIB
                 },
             ),
+            storage_costs: (config.device / 16 % 4 == 3 && config.device / 128 == 1).then(|| {
+                crate::replay::DriverModel::Vmm
+                    .terms(&crate::replay::H200, 256)
+                    .costs
+            }),
             layout_pick: config.layout,
             seed: config.seed,
             flush,
@@ -270,6 +280,7 @@ pub fn pick_layout(
                 small_page_lane: true,
                 round_trip_window: u32::MAX,
                 churn_budget: ChurnBudget::UNLIMITED,
+                idle_cap_shift: 0,
             },
         ),
         _ => {

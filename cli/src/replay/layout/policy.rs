@@ -26,7 +26,7 @@ const MEMBERS: &str = "favour, trim_before_grow, trim_headroom_shift, release_id
      split_boundaries, commit_piece_granules, large_page_granules, strand_guard, \
      aligned_page_granules, shed_partial_granules, share_large_reservations, \
      keep_bare_reservations, large_page_space, small_page_lane, round_trip_window, churn_budget, \
-     max_pages";
+     idle_cap_shift, max_pages";
 
 /// `policy` parsed over `base` (the layout's own policy).
 pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileError> {
@@ -85,6 +85,7 @@ pub(super) fn parse(v: &Value, base: MemoryPolicy) -> Result<MemoryPolicy, FileE
             "churn_budget" => {
                 policy.churn_budget = churn_budget(value, &at, policy.churn_budget)?;
             }
+            "idle_cap_shift" => policy.idle_cap_shift = shift(value, &at, "no cap")?,
             "max_pages" => policy.max_pages = max_pages(value, &at)?,
             other => {
                 return Err(format_err(
@@ -225,7 +226,8 @@ mod tests {
                 "share_large_reservations": false, "keep_bare_reservations": false,
                 "large_page_space": false, "small_page_lane": true,
                 "round_trip_window": 16,
-                "churn_budget": {"per_reserve_ns": 0, "per_mib_ns": 300}}"#,
+                "churn_budget": {"per_reserve_ns": 0, "per_mib_ns": 300},
+                "idle_cap_shift": 3}"#,
         )
         .unwrap();
         let want = MemoryPolicy {
@@ -247,6 +249,7 @@ mod tests {
                 per_reserve_ns: 0,
                 per_mib_ns: 300,
             },
+            idle_cap_shift: 3,
             ..balanced()
         };
         assert_eq!(p, want);
@@ -346,6 +349,11 @@ mod tests {
                 "round_trip_window",
                 "4294967296 is not in 0..=4294967295 (0: off)",
             ),
+            (
+                r#"{"idle_cap_shift": 65}"#,
+                "idle_cap_shift",
+                "65 is above 64 (64 means no cap)",
+            ),
             // Past a `u32`: the number as given, not as a `u32` holds it.
             (
                 r#"{"max_pages": 18446744073709551615}"#,
@@ -367,7 +375,7 @@ mod tests {
             "policy".into(),
             "strand_guard, aligned_page_granules, shed_partial_granules, share_large_reservations, \
              keep_bare_reservations, large_page_space, small_page_lane, round_trip_window, \
-             churn_budget, max_pages",
+             churn_budget, idle_cap_shift, max_pages",
         ));
         super::super::assert_format_errors(&files);
     }

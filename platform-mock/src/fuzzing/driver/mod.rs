@@ -98,7 +98,10 @@ pub struct RunReport {
 /// the run is not strict (adversarial properties or layout); `| 4`, the
 /// device has more streams than the ops use; `| 5`, the device storages
 /// offer resizable pages; `| 6`, a stream's trimming settled on a round
-/// trip (a chunk trimmed by choice came back twice).
+/// trip (a chunk trimmed by choice came back twice); `| 7`, the device
+/// storages declare the driver's call costs (the churn budget binds);
+/// `| 8`, a stream gave back idle chunks past its churn budget (the idle
+/// cap).
 pub const SETUP_FACT: u32 = 0xfe << 8;
 
 /// One harness run over one device.
@@ -224,6 +227,10 @@ impl Driver {
         if let Some(g) = setup.virtual_memory {
             mock_config = mock_config.virtual_memory(g);
             features.insert(SETUP_FACT | 5);
+        }
+        if let Some(c) = setup.storage_costs {
+            mock_config = mock_config.storage_costs(c);
+            features.insert(SETUP_FACT | 7);
         }
         let mock = MockPlatform::with_config(mock_config).map_err(|e| teardown(e.to_string()))?;
         kernels::register(&mock);
@@ -353,13 +360,16 @@ impl Driver {
             self.step(i, *op)?;
         }
         let steps = program.ops.len();
-        let settled = self.ids.iter().any(|&id| {
-            self.device
-                .memory_report(id)
-                .is_some_and(|r| r.round_trip_settles > 0)
-        });
-        if settled {
+        let reports: Vec<_> = self
+            .ids
+            .iter()
+            .filter_map(|&id| self.device.memory_report(id))
+            .collect();
+        if reports.iter().any(|r| r.round_trip_settles > 0) {
             self.features.insert(SETUP_FACT | 6);
+        }
+        if reports.iter().any(|r| r.capped_decommits > 0) {
+            self.features.insert(SETUP_FACT | 8);
         }
         self.finish()?;
         Ok(RunReport {
