@@ -126,20 +126,26 @@ fn the_held_out_real_workloads_hold_their_figures() {
 /// chunk that came back twice settles trimming: the round trips stop at
 /// a peak under the best peer's (1.0420, PyTorch's expandable segments),
 /// and everything else in the policy is the same.
+/// Replays the held-out workload `name` over the driver model with the
+/// default layout's policy changed by `tweak`; the report and the target
+/// (its managers' reports).
+fn held_out_with(
+    name: &str,
+    tweak: impl FnOnce(&mut MemoryPolicy),
+) -> (crate::replay::ReplayReport, StreamcoreTarget) {
+    let trace = Trace::load(real_dir("real_held_out").join(format!("{name}.jsonl.gz"))).unwrap();
+    let layout = MemoryLayout::for_device(&H200_PROPERTIES);
+    let mut policy = *layout.policy();
+    tweak(&mut policy);
+    let layout = layout.with_policy(policy).unwrap();
+    let mut t = StreamcoreTarget::new(layout, 256).with_model(DriverModel::Vmm);
+    let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
+    (r, t)
+}
+
 #[test]
 fn round_trip_trims_settle() {
-    let path = real_dir("real_held_out").join("denoise_sampling.jsonl.gz");
-    let trace = Trace::load(path).unwrap();
-    let run = |window: u32| {
-        let layout = MemoryLayout::for_device(&H200_PROPERTIES);
-        let policy = MemoryPolicy {
-            round_trip_window: window,
-            ..*layout.policy()
-        };
-        let layout = layout.with_policy(policy).unwrap();
-        let mut t = StreamcoreTarget::new(layout, 256).with_model(DriverModel::Vmm);
-        replay(&trace, &mut t, ReplayOptions::default()).unwrap()
-    };
+    let run = |window: u32| held_out_with("denoise_sampling", |p| p.round_trip_window = window).0;
     let off = run(0);
     let on = run(MemoryPolicy::default().round_trip_window);
     assert!(
@@ -167,17 +173,8 @@ fn round_trip_trims_settle() {
 /// calls, and nothing else in the policy changes.
 #[test]
 fn the_idle_cap_gives_back_what_a_spent_budget_keeps() {
-    let path = real_dir("real_held_out").join("lstm_seq2seq_train.jsonl.gz");
-    let trace = Trace::load(path).unwrap();
     let run = |shift: u32| {
-        let layout = MemoryLayout::for_device(&H200_PROPERTIES);
-        let policy = MemoryPolicy {
-            idle_cap_shift: shift,
-            ..*layout.policy()
-        };
-        let layout = layout.with_policy(policy).unwrap();
-        let mut t = StreamcoreTarget::new(layout, 256).with_model(DriverModel::Vmm);
-        let r = replay(&trace, &mut t, ReplayOptions::default()).unwrap();
+        let (r, t) = held_out_with("lstm_seq2seq_train", |p| p.idle_cap_shift = shift);
         let capped: u64 = t.reports().iter().map(|m| m.capped_decommits).sum();
         (r, capped)
     };
