@@ -27,7 +27,7 @@ use streamcore_mock::replay::{
 
 use crate::platform::{FreesArg, PlatformArg, StorageArg};
 use layout::{ChosenLayout, LayoutArgError};
-use output::Outcome;
+use output::{Outcome, Trimming};
 use progress::Progress;
 use svg_file::{check_svg_path, check_svg_target, svg_paths};
 
@@ -57,7 +57,10 @@ Reported per trace: events, streams, peak reserved (the most bytes the
 storages held at once; a released page counts until its storage is flushed),
 peak live (the most bytes the trace itself had allocated at once), their
 ratio, storage allocations, and the time per event (one replay, wall clock,
-this machine). Beside them, when the trace's header has them, the recorded
+this machine); when trimming settled (kept memory it could have given back,
+once the churn budget ran out or chunks it gave back kept coming back) or
+gave idle chunks back past its budget, a line says so (JSON:
+trim_settled_bytes, round_trip_settles, capped_decommits). Beside them, when the trace's header has them, the recorded
 run's figures: PyTorch's own peak reserved and peak allocated and their
 ratio, as measured in the program that was recorded. They are not a replay
 of the same events: there PyTorch held some frees longer (memory used by
@@ -547,9 +550,10 @@ fn run_one(
             b.set_position(done);
         }
     };
+    let mut measured = target(chosen);
     let report = replay(
         &trace,
-        &mut target(chosen),
+        &mut measured,
         ReplayOptions {
             progress: bar
                 .is_some()
@@ -562,6 +566,7 @@ fn run_one(
         b.finish_and_clear();
     }
     let report = report.map_err(replay_error)?;
+    let trimming = Trimming::of(&measured.reports());
 
     let mut plot_failure = None;
     if let Some(svg_path) = &svg {
@@ -624,6 +629,7 @@ fn run_one(
         header: trace.header,
         streams: trace.streams,
         report,
+        trimming,
         layout: chosen.name.clone(),
         // Only a plot that was written is named in the report.
         svg: svg.filter(|_| plot_failure.is_none()),

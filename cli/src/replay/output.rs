@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use streamcore::memory::HumanBytes;
+use streamcore::memory::{HumanBytes, MemoryReport};
 use streamcore_mock::replay::{ReplayReport, TraceHeader};
 
 /// One trace's replay, ready to print.
@@ -19,10 +19,57 @@ pub struct Outcome {
     pub streams: u32,
     /// What the replay measured.
     pub report: ReplayReport,
+    /// What trimming did, summed over the streams' managers.
+    pub trimming: Trimming,
     /// The layout's name.
     pub layout: String,
     /// Where the plot went, with `--svg`.
     pub svg: Option<PathBuf>,
+}
+
+/// What trimming did over a replay, summed over the streams' managers
+/// (their [`MemoryReport`]s): where it settled, and why.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trimming {
+    /// Bytes trimming kept no lower than at the end (0: never settled).
+    pub settled: u64,
+    /// Settles by chunks trimmed and committed again
+    /// (`MemoryPolicy::round_trip_window`).
+    pub round_trip_settles: u64,
+    /// Idle chunks given back past the churn budget
+    /// (`MemoryPolicy::idle_cap_shift`).
+    pub capped_decommits: u64,
+}
+
+impl Trimming {
+    /// The sum over `reports`.
+    pub fn of(reports: &[MemoryReport]) -> Self {
+        reports.iter().fold(Self::default(), |t, r| Self {
+            settled: t.settled.saturating_add(r.settled),
+            round_trip_settles: t.round_trip_settles.saturating_add(r.round_trip_settles),
+            capped_decommits: t.capped_decommits.saturating_add(r.capped_decommits),
+        })
+    }
+
+    /// One line for the table, when trimming settled or passed its budget.
+    fn line(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.settled > 0 {
+            let why = match self.round_trip_settles {
+                0 => "the churn budget ran out".to_owned(),
+                1 => "raised by 1 round trip".to_owned(),
+                n => format!("raised by {} round trips", thousands(n)),
+            };
+            parts.push(format!("settled at {} ({why})", HumanBytes(self.settled)));
+        }
+        if self.capped_decommits > 0 {
+            parts.push(format!(
+                "{} idle chunks given back past the churn budget",
+                thousands(self.capped_decommits)
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("trimming: {}", parts.join("; ")))
+    }
 }
 
 impl Outcome {
@@ -141,6 +188,9 @@ pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
         Some(h.segment_allocs.map_or("-".into(), thousands)),
     )?;
     row(out, "time per op", format!("{:.1} ns", r.ns_per_op()), None)?;
+    if let Some(line) = o.trimming.line() {
+        writeln!(out, "  {line}")?;
+    }
     if torch {
         for line in RECORDED_NOTE {
             writeln!(out, "  {line}")?;
@@ -254,6 +304,12 @@ pub fn json_line(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
     );
     member("storage_allocs", r.storage.allocs.to_string());
     member("storage_deallocs", r.storage.deallocs.to_string());
+    member("trim_settled_bytes", o.trimming.settled.to_string());
+    member(
+        "round_trip_settles",
+        o.trimming.round_trip_settles.to_string(),
+    );
+    member("capped_decommits", o.trimming.capped_decommits.to_string());
     member("ns_per_op", format!("{:.2}", r.ns_per_op()));
     if let Some(v) = h.peak_reserved_bytes {
         member("recorded_torch_peak_reserved_bytes", v.to_string());
@@ -300,8 +356,55 @@ mod tests {
                 },
                 elapsed_ns: 500,
             },
+            trimming: Trimming::default(),
             layout: "balanced".into(),
             svg: None,
+        }
+    }
+
+    #[test]
+    fn trimming_is_shown_only_when_it_settled_or_passed_its_budget() {
+        let text = |o: &Outcome| {
+            let mut buf = Vec::new();
+            table(&mut buf, o).unwrap();
+            String::from_utf8(buf).unwrap()
+        };
+        let plain = outcome(TraceHeader::default());
+        assert!(!text(&plain).contains("trimming"), "{}", text(&plain));
+        let mut o = plain.clone();
+        let report = |settled, round_trip_settles, capped_decommits| MemoryReport {
+            pools: Vec::new(),
+            pending_release: 0,
+            settled,
+            round_trip_settles,
+            capped_decommits,
+        };
+        o.trimming = Trimming::of(&[report(3 << 20, 1, 0), report(1 << 20, 0, 1200)]);
+        assert_eq!(
+            o.trimming,
+            Trimming {
+                settled: 4 << 20,
+                round_trip_settles: 1,
+                capped_decommits: 1200
+            }
+        );
+        let shown = text(&o);
+        assert!(
+            shown.contains(
+                "  trimming: settled at 4.00 MiB (raised by 1 round trip); \
+                 1,200 idle chunks given back past the churn budget\n"
+            ),
+            "{shown}"
+        );
+        let mut buf = Vec::new();
+        json_line(&mut buf, &o).unwrap();
+        let v = json::parse(String::from_utf8(buf).unwrap().trim()).unwrap();
+        for (key, want) in [
+            ("trim_settled_bytes", 4 << 20),
+            ("round_trip_settles", 1),
+            ("capped_decommits", 1200),
+        ] {
+            assert_eq!(v.get(key).and_then(Value::as_u64), Some(want), "{key}");
         }
     }
 
