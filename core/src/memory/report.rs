@@ -146,12 +146,12 @@ impl fmt::Display for MemoryReport {
             )?;
         }
         if self.settled > 0 {
-            writeln!(
-                f,
-                "trimming settled at {} ({} round trips)",
-                HumanBytes(self.settled),
-                self.round_trip_settles
-            )?;
+            write!(f, "trimming settled at {} ", HumanBytes(self.settled))?;
+            match self.round_trip_settles {
+                0 => writeln!(f, "(the churn budget ran out)")?,
+                1 => writeln!(f, "(raised by 1 round trip)")?,
+                n => writeln!(f, "(raised by {n} round trips)")?,
+            }
         }
         if self.capped_decommits > 0 {
             writeln!(
@@ -222,8 +222,21 @@ mod tests {
             capped_decommits: 4,
             ..settled.clone()
         };
+        let budget = MemoryReport {
+            round_trip_settles: 0,
+            ..settled.clone()
+        };
         for (report, lines, last) in [
-            (&settled, 5, "trimming settled at 3.00 MiB (2 round trips)"),
+            (
+                &budget,
+                5,
+                "trimming settled at 3.00 MiB (the churn budget ran out)",
+            ),
+            (
+                &settled,
+                5,
+                "trimming settled at 3.00 MiB (raised by 2 round trips)",
+            ),
             (
                 &capped,
                 6,
