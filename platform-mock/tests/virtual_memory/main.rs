@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod placement;
+mod trimming;
 
 use common::*;
 use streamcore::device::{Device, DeviceConfig};

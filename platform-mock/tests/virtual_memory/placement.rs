@@ -1,8 +1,8 @@
 //! Where the manager places pages over resizable storage and what that
 //! costs in driver calls and bytes: granule boundaries, large pages behind
 //! live ones and in reservations of their own, growing buffers' steps,
-//! partial idle chunks shed, commits in pieces, the small lane, trimming
-//! that settles on round trips.
+//! partial idle chunks shed, commits in pieces, the small lane. What
+//! trimming keeps: `trimming.rs`.
 
 use super::*;
 
@@ -49,7 +49,10 @@ fn large_manager(
 
 /// Gives every idle byte of `m` back and checks the rig holds no device
 /// memory and saw no hazard (every page of `m` freed before).
-fn cleans_up(r: &Rig, m: &mut streamcore::memory::MemoryManager<streamcore_mock::MockStorage>) {
+pub(crate) fn cleans_up(
+    r: &Rig,
+    m: &mut streamcore::memory::MemoryManager<streamcore_mock::MockStorage>,
+) {
     m.cleanup().unwrap();
     assert_eq!(r.mock.memory_used(MemoryKind::Device), 0);
     r.mock.assert_no_hazards();
@@ -461,81 +464,4 @@ fn the_small_lanes_books_are_the_devices() {
             "seed {seed}: every reservation went back"
         );
     }
-}
-
-/// The held-out diffusion sampler (`tests/real_held_out`) scaled to the
-/// mock's 64 KiB granules (every size over 32, as 2 MiB granules are to
-/// 64 KiB), on the mock's device: trimming's round trips settle as over
-/// the driver model (`round_trip_window`), and the manager's books stay
-/// the device's through every settle.
-#[test]
-fn a_cycle_of_trims_settles_on_the_device() {
-    use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy};
-    use streamcore::platform::Platform;
-    use streamcore_mock::replay::{Trace, TraceEvent};
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/real_held_out/denoise_sampling.jsonl.gz");
-    let trace = Trace::load(path).unwrap();
-    let run = |window: u32| {
-        let r = rig(config(3));
-        let base = MemoryLayout::for_device(&r.mock.properties());
-        let policy = MemoryPolicy {
-            round_trip_window: window,
-            ..*base.policy()
-        };
-        let mut m = MemoryManager::new(
-            r.mock.device_storage().unwrap(),
-            base.with_policy(policy).unwrap(),
-        );
-        assert!(m.carves_pages());
-        let mut slots = vec![None; trace.slots as usize];
-        let (mut live, mut peak_live, mut peak_held) = (0u64, 0u64, 0u64);
-        for e in &trace.events {
-            match *e {
-                TraceEvent::Alloc { slot, size, .. } => {
-                    let bytes = (size / 32).max(1);
-                    slots[slot as usize] = Some((m.reserve(bytes).unwrap().0, bytes));
-                    live += bytes;
-                    peak_live = peak_live.max(live);
-                }
-                TraceEvent::Free { slot } => {
-                    let (h, bytes) = slots[slot as usize].take().expect("a live slot");
-                    m.free(h).unwrap();
-                    live -= bytes;
-                }
-            }
-            let held = r.mock.memory_used(MemoryKind::Device);
-            assert_eq!(m.held_bytes(), held, "the books are the device's");
-            peak_held = peak_held.max(held);
-        }
-        let figures = (
-            m.commits(),
-            m.decommits(),
-            peak_held as f64 / peak_live as f64,
-        );
-        // The report says whether, and how often, a round trip settled it.
-        let report = m.report();
-        if window == 0 {
-            assert_eq!(report.round_trip_settles, 0);
-        } else {
-            assert!(report.round_trip_settles > 0, "no settle reported");
-            assert!(report.settled > 0 && report.settled <= peak_held);
-        }
-        cleans_up(&r, &mut m);
-        figures
-    };
-    // (commits, decommits, peak held / peak live); off: (146, 104,
-    // 1.0615), on: (77, 36, 1.0929) when written.
-    let off = run(0);
-    let on = run(64);
-    assert!(off.1 >= 80, "the cycle trims: {off:?}");
-    assert!(on.1 * 2 <= off.1, "settled: {on:?} against {off:?}");
-    assert!(on.0 < off.0, "fewer commits: {on:?} against {off:?}");
-    // Settling keeps more, within its cap (1/32 of the live peak) and the
-    // trim headroom (1/128).
-    assert!(on.2 >= off.2, "{on:?} against {off:?}");
-    assert!(
-        on.2 <= off.2 + 1.0 / 32.0 + 1.0 / 128.0,
-        "{on:?} against {off:?}"
-    );
 }
