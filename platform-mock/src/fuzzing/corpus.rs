@@ -369,14 +369,7 @@ pub fn scenarios() -> Vec<Program> {
         // inputs reach this about once in a thousand; seeded here, the
         // fuzzer mutates around it.
         Program {
-            config: Config {
-                streams: 0,
-                seed: 2,
-                flush: 1,
-                device: 0x30,
-                layout: 1,
-                declared: 0,
-            },
+            config: one_stream(2, 0x30, 1),
             ops: vec![
                 Alloc { stream: 0, size: 5 },
                 Alloc {
@@ -398,14 +391,7 @@ pub fn scenarios() -> Vec<Program> {
         // a large part of it idle gives idle chunks back anyway
         // (`MemoryPolicy::idle_cap_shift`).
         Program {
-            config: Config {
-                streams: 0,
-                seed: 3,
-                flush: 1,
-                device: 0xb0,
-                layout: 0,
-                declared: 0,
-            },
+            config: one_stream(3, 0xb0, 0),
             ops: vec![
                 Alloc { stream: 0, size: 6 },
                 Alloc {
@@ -417,6 +403,19 @@ pub fn scenarios() -> Vec<Program> {
             ],
         },
     ]
+}
+
+/// One stream, the smallest drop-queue thresholds, the device's own stream
+/// count: a config that lets the memory manager's choices show.
+fn one_stream(seed: u8, device: u8, layout: u8) -> Config {
+    Config {
+        streams: 0,
+        seed,
+        flush: 1,
+        device,
+        layout,
+        declared: 0,
+    }
 }
 
 /// Generates a corpus for `profile`: the scenarios, then `candidates`

@@ -91,27 +91,28 @@ impl Setup {
             max_items: usize::from(config.flush % 4) + 1,
             max_bytes: 1 << 12,
         });
+        // A quarter of the runs, whatever their properties and layout, in
+        // 64 KiB granules or 2 MiB ones (as HIP's virtual memory on the GPUs
+        // we run).
+        let virtual_memory =
+            (config.device / 16 % 4 == 3).then_some(if config.device / 64 % 2 == 0 {
+                64 * KIB
+            } else {
+                2 * MIB
+            });
+        let storage_costs = (virtual_memory.is_some() && config.device / 128 == 1).then(|| {
+            crate::replay::DriverModel::Vmm
+                .terms(&crate::replay::H200, 256)
+                .costs
+        });
         Self {
             declared,
             ids,
             properties,
             sane_properties,
             mock_memory,
-            // A quarter of the runs, whatever their properties and layout,
-            // in 64 KiB granules or 2 MiB ones (as HIP's virtual memory on
-            // the GPUs we run).
-            virtual_memory: (config.device / 16 % 4 == 3).then_some(
-                if config.device / 64 % 2 == 0 {
-                    64 * KIB
-                } else {
-                    2 * MIB
-                },
-            ),
-            storage_costs: (config.device / 16 % 4 == 3 && config.device / 128 == 1).then(|| {
-                crate::replay::DriverModel::Vmm
-                    .terms(&crate::replay::H200, 256)
-                    .costs
-            }),
+            virtual_memory,
+            storage_costs,
             layout_pick: config.layout,
             seed: config.seed,
             flush,
