@@ -27,7 +27,7 @@ use streamcore_mock::replay::{
 
 use crate::platform::{FreesArg, PlatformArg, StorageArg};
 use layout::{ChosenLayout, LayoutArgError};
-use output::{Outcome, Trimming};
+use output::Outcome;
 use progress::Progress;
 use svg_file::{check_svg_path, check_svg_target, svg_paths};
 
@@ -566,7 +566,7 @@ fn run_one(
         b.finish_and_clear();
     }
     let report = report.map_err(replay_error)?;
-    let trimming = Trimming::of(&measured.reports());
+    let trimming = measured.reports().iter().map(|r| r.trimming).sum();
 
     let mut plot_failure = None;
     if let Some(svg_path) = &svg {

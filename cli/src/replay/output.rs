@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use streamcore::memory::{HumanBytes, MemoryReport};
+use streamcore::memory::{HumanBytes, Trimming};
 use streamcore_mock::replay::{ReplayReport, TraceHeader};
 
 /// One trace's replay, ready to print.
@@ -19,7 +19,8 @@ pub struct Outcome {
     pub streams: u32,
     /// What the replay measured.
     pub report: ReplayReport,
-    /// What trimming did, summed over the streams' managers.
+    /// What trimming did, summed over the streams' managers (their
+    /// `MemoryReport`s).
     pub trimming: Trimming,
     /// The layout's name.
     pub layout: String,
@@ -27,49 +28,20 @@ pub struct Outcome {
     pub svg: Option<PathBuf>,
 }
 
-/// What trimming did over a replay, summed over the streams' managers
-/// (their [`MemoryReport`]s): where it settled, and why.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct Trimming {
-    /// Bytes trimming kept no lower than at the end (0: never settled).
-    pub settled: u64,
-    /// Settles by chunks trimmed and committed again
-    /// (`MemoryPolicy::round_trip_window`).
-    pub round_trip_settles: u64,
-    /// Idle chunks given back past the churn budget
-    /// (`MemoryPolicy::idle_cap_shift`).
-    pub capped_decommits: u64,
-}
-
-impl Trimming {
-    /// The sum over `reports`.
-    pub fn of(reports: &[MemoryReport]) -> Self {
-        reports.iter().fold(Self::default(), |t, r| Self {
-            settled: t.settled.saturating_add(r.settled),
-            round_trip_settles: t.round_trip_settles.saturating_add(r.round_trip_settles),
-            capped_decommits: t.capped_decommits.saturating_add(r.capped_decommits),
-        })
+/// One line for the table, when trimming settled or gave idle chunks back
+/// past its churn budget.
+fn trimming_line(t: &Trimming) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(settled) = t.settled_at() {
+        parts.push(settled.to_string());
     }
-
-    /// One line for the table, when trimming settled or passed its budget.
-    fn line(&self) -> Option<String> {
-        let mut parts = Vec::new();
-        if self.settled > 0 {
-            let why = match self.round_trip_settles {
-                0 => "the churn budget ran out".to_owned(),
-                1 => "raised by 1 round trip".to_owned(),
-                n => format!("raised by {} round trips", thousands(n)),
-            };
-            parts.push(format!("settled at {} ({why})", HumanBytes(self.settled)));
-        }
-        if self.capped_decommits > 0 {
-            parts.push(format!(
-                "{} idle chunks given back past the churn budget",
-                thousands(self.capped_decommits)
-            ));
-        }
-        (!parts.is_empty()).then(|| format!("trimming: {}", parts.join("; ")))
+    if t.capped_decommits > 0 {
+        parts.push(format!(
+            "{} idle chunks given back past the churn budget",
+            thousands(t.capped_decommits)
+        ));
     }
+    (!parts.is_empty()).then(|| format!("trimming: {}", parts.join("; ")))
 }
 
 impl Outcome {
@@ -188,7 +160,7 @@ pub fn table(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
         Some(h.segment_allocs.map_or("-".into(), thousands)),
     )?;
     row(out, "time per op", format!("{:.1} ns", r.ns_per_op()), None)?;
-    if let Some(line) = o.trimming.line() {
+    if let Some(line) = trimming_line(&o.trimming) {
         writeln!(out, "  {line}")?;
     }
     if torch {
@@ -336,6 +308,7 @@ pub fn json_line(out: &mut impl Write, o: &Outcome) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use streamcore::memory::MemoryReport;
     use streamcore_mock::replay::StorageStats;
     use streamcore_mock::replay::json::{self, Value};
 
@@ -375,11 +348,16 @@ mod tests {
         let report = |settled, round_trip_settles, capped_decommits| MemoryReport {
             pools: Vec::new(),
             pending_release: 0,
-            settled,
-            round_trip_settles,
-            capped_decommits,
+            trimming: Trimming {
+                settled,
+                round_trip_settles,
+                capped_decommits,
+            },
         };
-        o.trimming = Trimming::of(&[report(3 << 20, 1, 0), report(1 << 20, 0, 1200)]);
+        o.trimming = [report(3 << 20, 1, 0), report(1 << 20, 0, 1200)]
+            .iter()
+            .map(|r| r.trimming)
+            .sum();
         assert_eq!(
             o.trimming,
             Trimming {

@@ -351,9 +351,11 @@ impl<S: Storage> MemoryManager<S> {
         MemoryReport {
             pools: self.pools.iter().map(|p| p.stats).collect(),
             pending_release: self.books.pending,
-            settled: self.books.settled,
-            round_trip_settles: self.books.round_trip_settles,
-            capped_decommits: self.books.capped_decommits,
+            trimming: super::report::Trimming {
+                settled: self.books.settled,
+                round_trip_settles: self.books.round_trip_settles,
+                capped_decommits: self.books.capped_decommits,
+            },
         }
     }
 

@@ -111,4 +111,4 @@ pub use layout::{
 };
 pub use manager::{MAX_HELD, MAX_REQUEST, MemoryManager, Released};
 pub use progress::{NoWait, Progress};
-pub use report::{HumanBytes, MemoryReport, PoolReport};
+pub use report::{HumanBytes, MemoryReport, PoolReport, Trimming};

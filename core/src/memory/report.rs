@@ -60,16 +60,65 @@ pub struct MemoryReport {
     /// Bytes of pages released to storage but not yet flushed (the storage
     /// still holds them).
     pub pending_release: u64,
+    /// What trimming did.
+    pub trimming: Trimming,
+}
+
+/// What trimming did: the level it settled at and why, and what it gave
+/// back past the churn budget. Adds up over managers (`+`, `sum`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Trimming {
     /// The bytes trimming keeps no lower than, once it proved to buy
     /// nothing (the churn budget ran out, or trimmed chunks kept coming
     /// back); 0 while trimming is unsettled.
     pub settled: u64,
     /// How many commits that took back a chunk trimmed twice before
-    /// raised [`MemoryReport::settled`] (`MemoryPolicy::round_trip_window`).
+    /// raised [`Trimming::settled`] (`MemoryPolicy::round_trip_window`).
     pub round_trip_settles: u64,
     /// Decommits the churn budget did not cover, made because idle memory
     /// passed its cap (`MemoryPolicy::idle_cap_shift`).
     pub capped_decommits: u64,
+}
+
+impl Trimming {
+    /// `settled at 3.00 MiB (raised by 2 round trips)` (or `(the churn
+    /// budget ran out)`); `None` while trimming is unsettled.
+    pub fn settled_at(&self) -> Option<impl fmt::Display> {
+        (self.settled > 0).then_some(SettledAt(*self))
+    }
+}
+
+/// [`Trimming::settled_at`]'s text.
+struct SettledAt(Trimming);
+
+impl fmt::Display for SettledAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "settled at {} ", HumanBytes(self.0.settled))?;
+        match self.0.round_trip_settles {
+            0 => write!(f, "(the churn budget ran out)"),
+            1 => write!(f, "(raised by 1 round trip)"),
+            n => write!(f, "(raised by {n} round trips)"),
+        }
+    }
+}
+
+impl core::ops::Add for Trimming {
+    type Output = Self;
+
+    /// Both managers' figures (saturating).
+    fn add(self, o: Self) -> Self {
+        Self {
+            settled: self.settled.saturating_add(o.settled),
+            round_trip_settles: self.round_trip_settles.saturating_add(o.round_trip_settles),
+            capped_decommits: self.capped_decommits.saturating_add(o.capped_decommits),
+        }
+    }
+}
+
+impl core::iter::Sum for Trimming {
+    fn sum<I: Iterator<Item = Self>>(iter: I) -> Self {
+        iter.fold(Self::default(), |a, b| a + b)
+    }
 }
 
 impl MemoryReport {
@@ -145,19 +194,14 @@ impl fmt::Display for MemoryReport {
                 HumanBytes(self.pending_release)
             )?;
         }
-        if self.settled > 0 {
-            write!(f, "trimming settled at {} ", HumanBytes(self.settled))?;
-            match self.round_trip_settles {
-                0 => writeln!(f, "(the churn budget ran out)")?,
-                1 => writeln!(f, "(raised by 1 round trip)")?,
-                n => writeln!(f, "(raised by {n} round trips)")?,
-            }
+        if let Some(settled) = self.trimming.settled_at() {
+            writeln!(f, "trimming {settled}")?;
         }
-        if self.capped_decommits > 0 {
+        if self.trimming.capped_decommits > 0 {
             writeln!(
                 f,
                 "idle chunks given back past the churn budget: {}",
-                self.capped_decommits
+                self.trimming.capped_decommits
             )?;
         }
         Ok(())
@@ -197,9 +241,7 @@ mod tests {
         let r = MemoryReport {
             pools: alloc::vec![a, b],
             pending_release: 0,
-            settled: 0,
-            round_trip_settles: 0,
-            capped_decommits: 0,
+            trimming: Trimming::default(),
         };
         let t = r.total();
         assert_eq!((t.pages, t.reserved, t.slices), (3, 4 << 20, 2));
@@ -213,19 +255,24 @@ mod tests {
         let width = lines[0].len();
         assert!(lines.iter().all(|l| l.len() == width), "{text}");
         // What trimming did gets a line of its own, only when it happened.
-        let settled = MemoryReport {
+        let with = |trimming| MemoryReport {
+            trimming,
+            ..r.clone()
+        };
+        let t = Trimming {
             settled: 3 << 20,
             round_trip_settles: 2,
-            ..r
+            capped_decommits: 0,
         };
-        let capped = MemoryReport {
+        let settled = with(t);
+        let capped = with(Trimming {
             capped_decommits: 4,
-            ..settled.clone()
-        };
-        let budget = MemoryReport {
+            ..t
+        });
+        let budget = with(Trimming {
             round_trip_settles: 0,
-            ..settled.clone()
-        };
+            ..t
+        });
         for (report, lines, last) in [
             (
                 &budget,

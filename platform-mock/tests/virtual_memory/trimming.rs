@@ -93,9 +93,12 @@ fn a_cycle_of_trims_settles_on_the_device() {
     let off = run(0);
     let on = run(64);
     // The report says whether, and how often, a round trip settled it.
-    assert_eq!(off.report.round_trip_settles, 0);
-    assert!(on.report.round_trip_settles > 0, "no settle reported");
-    assert!(on.report.settled > 0 && on.report.settled <= on.peak_held);
+    assert_eq!(off.report.trimming.round_trip_settles, 0);
+    assert!(
+        on.report.trimming.round_trip_settles > 0,
+        "no settle reported"
+    );
+    assert!(on.report.trimming.settled > 0 && on.report.trimming.settled <= on.peak_held);
     assert!(off.decommits >= 80, "the cycle trims: {}", off.decommits);
     assert!(
         on.decommits * 2 <= off.decommits,
@@ -169,8 +172,11 @@ fn the_idle_cap_acts_on_the_device() {
     };
     let off = run(64);
     let on = run(MemoryPolicy::default().idle_cap_shift);
-    assert_eq!(off.report.capped_decommits, 0);
-    assert!(on.report.capped_decommits > 0, "the cap never acted");
+    assert_eq!(off.report.trimming.capped_decommits, 0);
+    assert!(
+        on.report.trimming.capped_decommits > 0,
+        "the cap never acted"
+    );
     assert!(
         off.ratio >= 1.15,
         "the spent budget keeps: {:.4}",

@@ -365,10 +365,10 @@ impl Driver {
             .iter()
             .filter_map(|&id| self.device.memory_report(id))
             .collect();
-        if reports.iter().any(|r| r.round_trip_settles > 0) {
+        if reports.iter().any(|r| r.trimming.round_trip_settles > 0) {
             self.features.insert(SETUP_FACT | 6);
         }
-        if reports.iter().any(|r| r.capped_decommits > 0) {
+        if reports.iter().any(|r| r.trimming.capped_decommits > 0) {
             self.features.insert(SETUP_FACT | 8);
         }
         self.finish()?;

@@ -175,7 +175,11 @@ fn round_trip_trims_settle() {
 fn the_idle_cap_gives_back_what_a_spent_budget_keeps() {
     let run = |shift: u32| {
         let (r, t) = held_out_with("lstm_seq2seq_train", |p| p.idle_cap_shift = shift);
-        let capped: u64 = t.reports().iter().map(|m| m.capped_decommits).sum();
+        let capped: u64 = t
+            .reports()
+            .iter()
+            .map(|m| m.trimming.capped_decommits)
+            .sum();
         (r, capped)
     };
     let (off, none) = run(64);
