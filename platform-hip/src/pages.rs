@@ -198,9 +198,24 @@ impl View<'_> {
         offset: u64,
         len: u64,
     ) -> Result<u64, HipError> {
-        match self.live(page.0) {
-            Some(size) if inside(size, offset, len) => Ok(page.0 + offset),
-            _ => Err(self.refuse(call, page.0)),
+        self.inside_page(call, page.0, self.live(page.0), offset, len)
+    }
+
+    /// `page + offset` when `offset .. offset + len` lies inside the page,
+    /// whose live size is `size` (`None`: not a live page); refused
+    /// otherwise.
+    #[inline]
+    fn inside_page(
+        &self,
+        call: &'static str,
+        page: u64,
+        size: Option<u64>,
+        offset: u64,
+        len: u64,
+    ) -> Result<u64, HipError> {
+        match size {
+            Some(size) if inside(size, offset, len) => Ok(page + offset),
+            _ => Err(self.refuse(call, page)),
         }
     }
 
@@ -218,23 +233,18 @@ impl View<'_> {
         // buffers out of one): the last page looked up is remembered, so a
         // repeat costs a compare instead of a hash lookup. The view's lock
         // is held throughout, so the remembered size stays the page's.
-        let mut last: Option<(u64, u64)> = None;
+        let mut last: Option<(u64, Option<u64>)> = None;
         for (slot, b) in out.iter_mut().zip(bindings) {
             let r = b.range;
             let size = match last {
                 Some((page, size)) if page == r.page.0 => size,
-                _ => match self.live(r.page.0) {
-                    Some(size) => {
-                        last = Some((r.page.0, size));
-                        size
-                    }
-                    None => return Err(self.refuse(call, r.page.0)),
-                },
+                _ => {
+                    let size = self.live(r.page.0);
+                    last = Some((r.page.0, size));
+                    size
+                }
             };
-            if !inside(size, r.offset, r.len) {
-                return Err(self.refuse(call, r.page.0));
-            }
-            *slot = (r.page.0 + r.offset) as *mut c_void;
+            *slot = self.inside_page(call, r.page.0, size, r.offset, r.len)? as *mut c_void;
         }
         Ok(())
     }
