@@ -163,7 +163,7 @@ impl<S: Storage> MemoryManager<S> {
                 self.note_overshoot(need);
                 if refused {
                     // The budget keeps this much: trimming settles here.
-                    self.books.settled = self.books.settled.max(held + need);
+                    self.books.trimming.settled = self.books.trimming.settled.max(held + need);
                 }
                 break;
             };
@@ -174,7 +174,7 @@ impl<S: Storage> MemoryManager<S> {
             let exempt = self.exempt(ch.map);
             if !(exempt || unusable_pass) {
                 if capped && !self.affords(bytes) {
-                    self.books.capped_decommits += 1;
+                    self.books.trimming.capped_decommits += 1;
                 }
                 self.charge(bytes);
                 let now = self.books.reserves;

@@ -83,15 +83,11 @@ pub(super) struct Books {
     /// time spent on decommits made by choice (see `budget.rs`).
     pub requested: u64,
     pub churn_spent: u64,
-    /// The bytes held when the churn budget last left a commit over the
-    /// trim limit: trimming keeps no lower (see `decommit_to_fit`).
-    pub settled: u64,
-    /// How many times a chunk's round trip raised `settled`
-    /// (`round_trips.rs`).
-    pub round_trip_settles: u64,
-    /// Decommits the churn budget did not cover, made past the idle cap
-    /// (`budget.rs`).
-    pub capped_decommits: u64,
+    /// What trimming did, as the report shows it: the level it keeps no
+    /// lower than (raised where the churn budget left a commit over the
+    /// trim limit, see `decommit_to_fit`, and by round trips, see
+    /// `round_trips.rs`), and the decommits made past the idle cap.
+    pub trimming: super::report::Trimming,
     /// Bytes of large pages' idle reservations given back so that other
     /// pages could grow without passing the trim floor, not yet committed
     /// again by a large page: the others' commits do not reach ahead into
@@ -351,11 +347,7 @@ impl<S: Storage> MemoryManager<S> {
         MemoryReport {
             pools: self.pools.iter().map(|p| p.stats).collect(),
             pending_release: self.books.pending,
-            trimming: super::report::Trimming {
-                settled: self.books.settled,
-                round_trip_settles: self.books.round_trip_settles,
-                capped_decommits: self.books.capped_decommits,
-            },
+            trimming: self.books.trimming,
         }
     }
 

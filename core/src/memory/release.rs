@@ -166,7 +166,7 @@ impl<S: Storage> MemoryManager<S> {
     /// live data have already needed (the most ever held, the live peak,
     /// the level the churn budget settled at).
     pub(super) fn trim_floor(&self) -> u64 {
-        self.needed_bytes().max(self.books.settled)
+        self.needed_bytes().max(self.books.trimming.settled)
     }
 
     /// The bytes the pages and the live data have needed, settling aside:

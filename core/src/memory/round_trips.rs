@@ -13,8 +13,8 @@
 //! times, each within the policy's window
 //! ([`MemoryPolicy::round_trip_window`](super::MemoryPolicy)), the bytes
 //! held with the commit that takes it back become the level trimming
-//! keeps (`Books::settled`, as when the churn budget runs out), so the
-//! cycle stops. Settling is bounded: never more than
+//! keeps (`Trimming::settled` in the books, as when the churn budget runs
+//! out), so the cycle stops. Settling is bounded: never more than
 //! `peak_live >> CAP_SHIFT` above the trim limit the pages and the live
 //! data set (settling aside), so a workload whose pages come back in ever
 //! new places cannot ratchet the level up. A chunk that came back once
@@ -133,8 +133,8 @@ impl<S: Storage> MemoryManager<S> {
             .saturating_add(shr(self.books.peak_live, CAP_SHIFT));
         let level = self.held_bytes().saturating_add(need);
         if level <= cap {
-            self.books.settled = self.books.settled.max(level);
-            self.books.round_trip_settles += 1;
+            self.books.trimming.settled = self.books.trimming.settled.max(level);
+            self.books.trimming.round_trip_settles += 1;
         }
     }
 }
