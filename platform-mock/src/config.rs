@@ -50,7 +50,7 @@ pub struct MockConfig {
     pub(crate) report_uninitialized: bool,
     pub(crate) allow_query_during_capture: bool,
     pub(crate) virtual_memory: Option<u64>,
-    pub(crate) storage_costs: StorageCosts,
+    pub(crate) storage_costs: Option<StorageCosts>,
 }
 
 impl fmt::Debug for MockConfig {
@@ -87,7 +87,7 @@ impl Default for MockConfig {
             report_uninitialized: true,
             allow_query_during_capture: false,
             virtual_memory: None,
-            storage_costs: StorageCosts::default(),
+            storage_costs: None,
         }
     }
 }
@@ -109,14 +109,37 @@ impl MockConfig {
     }
 
     /// What the device storages declare their calls cost
-    /// ([`StorageTerms::costs`](streamcore::platform::StorageTerms)), so
-    /// the memory manager's churn budget binds as over a real driver: a
-    /// deterministic run of what the budget and its idle cap decide. Only
-    /// declared: the mock's clock does not charge them. None by default
-    /// (the budget never binds).
+    /// ([`StorageTerms::costs`](streamcore::platform::StorageTerms)): the
+    /// memory manager's churn budget weighs a decommit by them. Only
+    /// declared: the mock's clock does not charge them.
+    ///
+    /// By default the storages declare what the real driver's calls cost
+    /// on an NVIDIA H200 (the table the driver model replays with,
+    /// [`replay::H200`](crate::replay::H200)): with
+    /// [`virtual_memory`](Self::virtual_memory) on, the budget binds as
+    /// over HIP's virtual-memory storage, so trimming decides on the mock
+    /// what it decides on the device. [`StorageCosts::UNKNOWN`] declares
+    /// none: the budget never binds and trimming takes every idle chunk it
+    /// may.
     pub fn storage_costs(mut self, costs: StorageCosts) -> Self {
-        self.storage_costs = costs;
+        self.storage_costs = Some(costs);
         self
+    }
+
+    /// The call costs the device storages declare: the config's, else the
+    /// driver model's for the route the storages offer (virtual memory or
+    /// plain pages).
+    pub(crate) fn declared_storage_costs(&self) -> StorageCosts {
+        self.storage_costs.unwrap_or_else(|| {
+            let route = if self.virtual_memory.is_some() {
+                crate::replay::DriverModel::Vmm
+            } else {
+                crate::replay::DriverModel::Malloc
+            };
+            route
+                .terms(&crate::replay::H200, self.properties.alignment)
+                .costs
+        })
     }
 
     /// Total device memory; allocations past it fail with `OutOfMemory`.

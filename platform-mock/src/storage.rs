@@ -114,7 +114,8 @@ impl Storage for MockStorage {
     /// Resizable pages when the platform was configured with
     /// [`virtual_memory`](crate::MockConfig::virtual_memory); reservations
     /// are as large as the device. The call costs the config declares
-    /// ([`storage_costs`](crate::MockConfig::storage_costs)).
+    /// ([`storage_costs`](crate::MockConfig::storage_costs): the H200
+    /// driver's by default).
     fn terms(&self) -> StorageTerms {
         let st = lock(&self.shared);
         let mut t = StorageTerms::plain(self.alignment);

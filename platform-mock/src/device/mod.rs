@@ -108,7 +108,7 @@ impl State {
             instance,
             props: p,
             costs: config.costs,
-            storage_costs: config.storage_costs,
+            storage_costs: config.declared_storage_costs(),
             report_uninitialized: config.report_uninitialized,
             allow_query_during_capture: config.allow_query_during_capture,
             scheduler: config.scheduler,

@@ -52,10 +52,12 @@ pub struct Setup {
     /// memory), and their granularity: the memory manager then carves its
     /// pages from reservations it commits and decommits.
     pub virtual_memory: Option<u64>,
-    /// What the device storages declare their calls cost: the H200's
-    /// driver table for half the runs with virtual memory
-    /// (`device / 128 == 1`), so the churn budget binds and its idle cap
-    /// acts as over the real driver; none otherwise.
+    /// What the device storages declare their calls cost, with virtual
+    /// memory: the H200's driver table (the mock's default) for half the
+    /// runs (`device / 128 == 1`), so the churn budget binds and its idle
+    /// cap acts as over the real driver; none ([`StorageCosts::UNKNOWN`])
+    /// for the others, so trimming takes every idle chunk it may. `None`
+    /// without virtual memory (the mock's default: costs no decision reads).
     pub storage_costs: Option<StorageCosts>,
     /// The layout drawn (`layout % 16`, see [`pick_layout`]).
     pub layout_pick: u8,
@@ -100,10 +102,14 @@ impl Setup {
             } else {
                 2 * MIB
             });
-        let storage_costs = (virtual_memory.is_some() && config.device / 128 == 1).then(|| {
-            crate::replay::DriverModel::Vmm
-                .terms(&crate::replay::H200, 256)
-                .costs
+        let storage_costs = virtual_memory.map(|_| {
+            if config.device / 128 == 1 {
+                crate::replay::DriverModel::Vmm
+                    .terms(&crate::replay::H200, 256)
+                    .costs
+            } else {
+                StorageCosts::UNKNOWN
+            }
         });
         Self {
             declared,

@@ -11,7 +11,9 @@ mod trimming;
 
 use common::*;
 use streamcore::device::{Device, DeviceConfig};
-use streamcore::platform::{ErrorKind, GraphCapture, Platform, PlatformError, Storage};
+use streamcore::platform::{
+    ErrorKind, GraphCapture, Platform, PlatformError, Storage, StorageCosts,
+};
 use streamcore::stream::StreamId;
 use streamcore_mock::fault::{FaultInjector, FaultPlan, Site};
 use streamcore_mock::{Call, HazardKind, MemoryKind, MockConfig, MockPlatform};
@@ -38,6 +40,32 @@ fn virtual_memory_is_declared_exactly_when_configured() {
         Capabilities::GRAPH_CAPTURE,
         "nothing else changed"
     );
+}
+
+/// By default the device storages declare what the H200's driver charges
+/// (the driver model's table): over virtual memory what a commit and a
+/// decommit cost, so the churn budget binds as on the device; over plain
+/// pages what `hipMalloc` and `hipFree` cost. `StorageCosts::UNKNOWN`
+/// declares none.
+#[test]
+fn the_storages_declare_the_drivers_costs_unless_told_otherwise() {
+    use streamcore_mock::replay::{DriverModel, H200};
+    let costs = |config: MockConfig| {
+        let mock = MockPlatform::with_config(config).unwrap();
+        let storage = mock.device_storage().unwrap();
+        storage.terms().costs
+    };
+    let vmm = costs(config(1));
+    assert_eq!(vmm, DriverModel::Vmm.terms(&H200, 256).costs);
+    // What trimming weighs: a 2 MiB chunk decommitted and committed again
+    // costs tens of microseconds, as measured.
+    let round_trip = vmm.decommit.of(2 * MIB) + vmm.commit.of(2 * MIB);
+    assert!((40_000..200_000).contains(&round_trip), "{round_trip} ns");
+    let plain = costs(MockConfig::default().seed(1));
+    assert_eq!(plain, DriverModel::Malloc.terms(&H200, 256).costs);
+    assert!(plain.release_synchronizes);
+    let none = costs(config(1).storage_costs(StorageCosts::UNKNOWN));
+    assert_eq!(none, StorageCosts::UNKNOWN);
 }
 
 #[test]
@@ -238,12 +266,14 @@ fn faults_on_commit_and_decommit_are_typed() {
 /// earlier ones are still queued; chunks are decommitted only once the
 /// stream is known to have passed them (told by polled events, or waited
 /// for when the manager asks). The hazard checker stays silent, and every
-/// live slice holds what its own kernel wrote.
+/// live slice holds what its own kernel wrote. The storages declare no
+/// call costs, so the churn budget never keeps a chunk trimming may take:
+/// what is tested is when a decommit may happen, not whether one pays.
 #[test]
 fn frees_in_stream_order_reuse_at_once_and_decommit_only_fenced_bytes() {
     use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec};
     for seed in 0..4u64 {
-        let mut r = rig(config(seed).lazy());
+        let mut r = rig(config(seed).lazy().storage_costs(StorageCosts::UNKNOWN));
         let storage = r.mock.device_storage().unwrap();
         let layout = MemoryLayout::new(
             &[

@@ -7,8 +7,8 @@
 use super::placement::cleans_up;
 use super::*;
 use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, MemoryReport};
-use streamcore::platform::Platform;
-use streamcore_mock::replay::{DriverModel, H200, H200_PROPERTIES, Trace, TraceEvent};
+use streamcore::platform::{Platform, StorageCosts};
+use streamcore_mock::replay::{DriverModel, H200_PROPERTIES, Trace, TraceEvent};
 
 /// What a scaled replay came to: commits, decommits, peak held over peak
 /// live, the peak held, and the manager's report at the end.
@@ -84,7 +84,10 @@ fn scaled(
 #[test]
 fn a_cycle_of_trims_settles_on_the_device() {
     let run = |window: u32| {
-        scaled("denoise_sampling", 32, config(3), |p| {
+        // No call costs declared: the budget never binds, so the window
+        // alone decides what trimming keeps.
+        let device = config(3).storage_costs(StorageCosts::UNKNOWN);
+        scaled("denoise_sampling", 32, device, |p| {
             p.round_trip_window = window
         })
     };
@@ -124,8 +127,8 @@ fn a_cycle_of_trims_settles_on_the_device() {
 }
 
 /// The held-out LSTM at full size on a device with the H200's properties
-/// whose storages declare the H200's call costs, so the churn budget binds
-/// as over the driver: with no cap the spent budget keeps one phase's
+/// (whose storages declare the H200's call costs, the mock's default), so
+/// the churn budget binds as over the driver: with no cap the spent budget keeps one phase's
 /// memory under the next (1.1809 of the live peak); with the idle cap (the
 /// default) trimming gives idle chunks back past the budget (1.0593), the
 /// report counts them, and the books stay the device's through every one.
@@ -134,13 +137,11 @@ fn a_cycle_of_trims_settles_on_the_device() {
 #[test]
 fn the_idle_cap_acts_on_the_device() {
     use streamcore_mock::replay::{ReplayOptions, StreamcoreTarget, replay};
-    let costs = DriverModel::Vmm.terms(&H200, 256).costs;
     let device = || {
         MockConfig::default()
             .seed(3)
             .properties(H200_PROPERTIES)
             .virtual_memory(2 * MIB)
-            .storage_costs(costs)
     };
     let run = |shift: u32| {
         let on_device = scaled("lstm_seq2seq_train", 1, device(), |p| {

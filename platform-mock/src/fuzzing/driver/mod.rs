@@ -20,7 +20,7 @@ use std::vec::Vec;
 use streamcore::device::{Buffer, Device, DeviceConfig, Graph, KernelId};
 use streamcore::error::Error;
 use streamcore::memory::{MemoryError, OomCause};
-use streamcore::platform::{Access, ErrorKind, PlatformError};
+use streamcore::platform::{Access, ErrorKind, PlatformError, StorageCosts};
 use streamcore::stream::{Phase, StreamId};
 
 use super::kernels;
@@ -230,7 +230,9 @@ impl Driver {
         }
         if let Some(c) = setup.storage_costs {
             mock_config = mock_config.storage_costs(c);
-            features.insert(SETUP_FACT | 7);
+            if c != StorageCosts::UNKNOWN {
+                features.insert(SETUP_FACT | 7);
+            }
         }
         let mock = MockPlatform::with_config(mock_config).map_err(|e| teardown(e.to_string()))?;
         kernels::register(&mock);
