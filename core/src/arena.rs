@@ -24,30 +24,50 @@ pub(crate) struct Key {
     pub(crate) generation: u32,
 }
 
+/// How an arena's entries are aligned: `()` packs them as their values
+/// need; [`LineAligned`] starts each on a 64-byte cache line.
+pub(crate) trait EntryAlign: Copy + core::fmt::Debug {}
+
+impl EntryAlign for () {}
+
+/// Entries start on 64-byte cache lines: an entry's generation and the
+/// first 56 bytes of its value share one line, so a lookup that reads only
+/// those (see `BufferSlot`) touches one line, wherever the entry sits.
+#[derive(Copy, Clone, Debug)]
+#[repr(align(64))]
+pub(crate) struct LineAligned;
+
+impl EntryAlign for LineAligned {}
+
+/// Laid out in declaration order: the generation a lookup checks first,
+/// then the value (at offset 8 for a value aligned to at most 8 bytes).
 #[derive(Clone, Debug)]
-struct Entry<T> {
+#[repr(C)]
+struct Entry<T, A: EntryAlign> {
+    /// Aligns the entry as `A` (no bytes).
+    align: [A; 0],
     generation: u32,
-    /// The value; `None` while vacant.
-    value: Option<T>,
     /// The next vacant entry while vacant.
     next_vacant: u32,
+    /// The value; `None` while vacant.
+    value: Option<T>,
 }
 
-/// The arena.
+/// The arena, its entries aligned as `A`.
 #[derive(Clone, Debug)]
-pub(crate) struct Arena<T> {
-    entries: Vec<Entry<T>>,
+pub(crate) struct Arena<T, A: EntryAlign = ()> {
+    entries: Vec<Entry<T, A>>,
     vacant: u32,
     len: u32,
 }
 
-impl<T> Default for Arena<T> {
+impl<T, A: EntryAlign> Default for Arena<T, A> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<T> Arena<T> {
+impl<T, A: EntryAlign> Arena<T, A> {
     /// An empty arena.
     pub(crate) const fn new() -> Self {
         Self {
@@ -102,6 +122,7 @@ impl<T> Arena<T> {
             return Err(value);
         }
         self.entries.push(Entry {
+            align: [],
             generation: 0,
             value: Some(value),
             next_vacant: NIL,
@@ -210,12 +231,23 @@ impl<T> Arena<T> {
     }
 }
 
+/// Where an entry of `Arena<T, A>` keeps its value, and the entry's size
+/// and alignment (for layout checks).
+#[cfg(test)]
+pub(crate) const fn entry_layout<T, A: EntryAlign>() -> (usize, usize, usize) {
+    (
+        core::mem::offset_of!(Entry<T, A>, value),
+        core::mem::size_of::<Entry<T, A>>(),
+        core::mem::align_of::<Entry<T, A>>(),
+    )
+}
+
 /// The value at an index the owner keeps internally.
 ///
 /// # Panics
 /// On a vacant entry or an index past the end: the owner's bookkeeping is
 /// broken (a bug of the core, never an outside input).
-impl<T> core::ops::Index<u32> for Arena<T> {
+impl<T, A: EntryAlign> core::ops::Index<u32> for Arena<T, A> {
     type Output = T;
     #[inline]
     fn index(&self, index: u32) -> &T {
@@ -230,7 +262,7 @@ impl<T> core::ops::Index<u32> for Arena<T> {
 ///
 /// # Panics
 /// As [`Index`](core::ops::Index).
-impl<T> core::ops::IndexMut<u32> for Arena<T> {
+impl<T, A: EntryAlign> core::ops::IndexMut<u32> for Arena<T, A> {
     #[inline]
     fn index_mut(&mut self, index: u32) -> &mut T {
         match self.at_mut(index) {
@@ -247,8 +279,33 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
+    fn line_aligned_entries_start_on_lines_with_the_generation_first() {
+        // A value of 104 bytes, aligned to 8: generation and vacant link in
+        // the first 8 bytes, the value after them, two whole lines.
+        assert_eq!(entry_layout::<[u64; 13], LineAligned>(), (8, 128, 64));
+        assert_eq!(
+            core::mem::offset_of!(Entry<[u64; 13], LineAligned>, generation),
+            0
+        );
+        // Packed as the value needs by default.
+        assert_eq!(entry_layout::<u64, ()>(), (8, 24, 8));
+        // A value whose `Option` keeps its tag in a niche (as a buffer
+        // slot's does) starts 8 bytes into a line.
+        type Wide = (core::num::NonZeroU64, [u64; 12]);
+        let mut a: Arena<Wide, LineAligned> = Arena::new();
+        let one = core::num::NonZeroU64::MIN;
+        let keys: alloc::vec::Vec<Key> =
+            (0..5).map(|i| a.insert((one, [i; 12])).unwrap()).collect();
+        for (i, &k) in keys.iter().enumerate() {
+            let v = a.get(k).unwrap();
+            assert_eq!(v.1[11], i as u64);
+            assert_eq!(core::ptr::from_ref(v) as usize % 64, 8);
+        }
+    }
+
+    #[test]
     fn a_removed_key_goes_stale_and_its_entry_is_reused() {
-        let mut a = Arena::new();
+        let mut a: Arena<u32> = Arena::new();
         let k1 = a.insert(10u32).unwrap();
         let k2 = a.insert(20).unwrap();
         assert_eq!((a.len(), a.get(k1), a.get(k2)), (2, Some(&10), Some(&20)));
@@ -268,7 +325,7 @@ mod tests {
 
     #[test]
     fn a_warm_arena_does_not_grow() {
-        let mut a = Arena::with_capacity(4);
+        let mut a: Arena<i32> = Arena::with_capacity(4);
         let keys: Vec<Key> = (0..4).map(|i| a.insert(i).unwrap()).collect();
         let cap = a.entries.capacity();
         for round in 0..100 {
@@ -310,7 +367,7 @@ mod tests {
         /// no key is handed out twice.
         #[test]
         fn matches_a_map_of_keys(ops in proptest::collection::vec(op(), 1..300)) {
-            let mut a = Arena::new();
+            let mut a: Arena<u16, LineAligned> = Arena::new();
             let mut live: BTreeMap<Key, u16> = BTreeMap::new();
             let mut dead: Vec<Key> = Vec::new();
             for op in ops {

@@ -2,7 +2,7 @@
 //! stream's drop queue, first pinned on every other stream whose queued use
 //! of it has not completed (cross-stream pins); idle pages given back.
 
-use super::buffer::{BufferId, Location};
+use super::buffer::BufferId;
 use super::lock::RawLock;
 use super::state::{Deferred, Env, Fence, Inner, Res};
 use crate::error::Error;
@@ -151,7 +151,7 @@ impl<P: Platform> Inner<P> {
         }
         let owner = slot.owner;
         let size = slot.size;
-        let Location::Placed { handle, .. } = slot.location else {
+        let Some(handle) = slot.handle() else {
             self.remove_buffer(id)?;
             return Ok(());
         };

@@ -121,7 +121,7 @@ impl<P: Platform> Inner<P> {
     /// other stream's last use.
     pub(crate) fn push_marks(&mut self, id: BufferId, access: Access) -> Res<(), P> {
         let slot = self.buffers.get(id)?;
-        if let Some(w) = slot.last_write {
+        if let Some(w) = slot.last_write() {
             self.scratch_marks.push(w);
         }
         if access.writes() {

@@ -60,40 +60,147 @@ pub enum Location<H> {
 /// last uses in its slot (the default configuration's four streams).
 pub(crate) const NEAR_STREAMS: usize = 4;
 
-/// One buffer. Laid out in the order a launch reads it: who used it, the
-/// last write, the last uses, then where the bytes are.
+/// One buffer. Laid out (`repr(C)`) so that what a launch on a device of
+/// at most two streams reads and writes (who used it, where the bytes
+/// are, the last write, the first two streams' last uses) fills the 56
+/// bytes its arena entry's line holds after the generation: its table's
+/// entries start on cache lines ([`LineAligned`](crate::arena::LineAligned)),
+/// so such a launch touches one line per buffer. The rest (further
+/// streams' uses, the pool handle, the size) is on the entry's second
+/// line.
 #[derive(Debug)]
 #[repr(C)]
 pub struct BufferSlot<H> {
     /// Which streams' submissions used it: none, one (its index), or
     /// several ([`NO_USER`], [`MANY_USERS`]); the uses have marks only
     /// for these.
-    users: u32,
+    users: u16,
     /// The stream whose pools own the bytes.
     pub owner: StreamId,
-    /// The last write, if any.
-    pub last_write: Option<WriteMark>,
+    /// The stream of the last write (meaningful when `written` is not 0).
+    writer: StreamId,
+    /// Whether the buffer has bytes (`range` and `handle` are set). Two
+    /// bytes of which two values are used: the largest niche of the slot,
+    /// so the arena's `Option` keeps its tag here, on the first line (a
+    /// lookup reads it), not in `handle`'s on the second.
+    placed: Placement,
+    /// The device bytes, when placed.
+    range: DeviceRange,
+    /// The cursor of the last write (0: never written; submissions'
+    /// cursors start at 1).
+    written: Cursor,
     /// Per stream, its last use, on a device of at most [`NEAR_STREAMS`]
     /// streams (0: never; entries past the device's streams stay 0).
     near: [Cursor; NEAR_STREAMS],
-    /// Where the bytes are.
-    pub location: Location<H>,
+    /// The pool handle, to free the bytes, when placed (else
+    /// [`PoolHandle::NONE`]). Not an `Option`: its tag would be a larger
+    /// niche than `placed`'s and take the arena's tag to this line.
+    handle: H,
     /// Requested size in bytes.
     pub size: u64,
 }
 
-/// No submission used the buffer.
-const NO_USER: u32 = u32::MAX;
-/// Submissions of several streams used the buffer.
-const MANY_USERS: u32 = u32::MAX - 1;
+/// Whether a buffer has bytes (see [`BufferSlot`]'s `placed`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(u16)]
+enum Placement {
+    Unplaced = 0,
+    Placed = 1,
+}
 
-impl<H> BufferSlot<H> {
-    /// The device range, if placed.
-    pub fn range(&self) -> Option<DeviceRange> {
-        match self.location {
-            Location::Placed { range, .. } => Some(range),
-            Location::Unplaced => None,
+/// No submission used the buffer.
+const NO_USER: u16 = u16::MAX;
+/// Submissions of several streams used the buffer.
+const MANY_USERS: u16 = u16::MAX - 1;
+
+/// A pool handle a buffer slot keeps.
+pub(crate) trait PoolHandle: Copy {
+    /// What an unplaced slot holds (never handed out: `placed` says).
+    const NONE: Self;
+}
+
+impl PoolHandle for crate::memory::SliceHandle {
+    const NONE: Self = Self {
+        index: u32::MAX,
+        generation: 0,
+    };
+}
+
+#[cfg(test)]
+impl PoolHandle for u32 {
+    const NONE: Self = u32::MAX;
+}
+
+impl<H: PoolHandle> BufferSlot<H> {
+    /// A buffer of `size` bytes owned by `owner`, where `location` says,
+    /// never used.
+    fn new(size: u64, owner: StreamId, location: Location<H>) -> Self {
+        let (placed, range, handle) = match location {
+            Location::Placed { handle, range } => (Placement::Placed, range, handle),
+            Location::Unplaced => {
+                let none = DeviceRange {
+                    page: crate::platform::PageId(0),
+                    offset: 0,
+                    len: 0,
+                };
+                (Placement::Unplaced, none, H::NONE)
+            }
+        };
+        Self {
+            users: NO_USER,
+            owner,
+            writer: owner,
+            placed,
+            range,
+            written: 0,
+            near: [0; NEAR_STREAMS],
+            handle,
+            size,
         }
+    }
+
+    /// The device range, if placed.
+    #[inline]
+    pub fn range(&self) -> Option<DeviceRange> {
+        if self.placed == Placement::Placed {
+            Some(self.range)
+        } else {
+            None
+        }
+    }
+
+    /// The pool handle, if placed.
+    #[inline]
+    pub fn handle(&self) -> Option<H> {
+        if self.placed == Placement::Placed {
+            Some(self.handle)
+        } else {
+            None
+        }
+    }
+
+    /// The last write, if another stream than `sid` made it.
+    #[inline]
+    pub fn last_write_elsewhere(&self, sid: StreamId) -> Option<WriteMark> {
+        if self.written == 0 || self.writer == sid {
+            return None;
+        }
+        Some(WriteMark {
+            stream: self.writer,
+            cursor: self.written,
+        })
+    }
+
+    /// The last write, if any.
+    #[inline]
+    pub fn last_write(&self) -> Option<WriteMark> {
+        if self.written == 0 {
+            return None;
+        }
+        Some(WriteMark {
+            stream: self.writer,
+            cursor: self.written,
+        })
     }
 }
 
@@ -138,18 +245,18 @@ impl<H> BufferMut<'_, H> {
     /// stream's use can need a wait).
     #[inline]
     pub fn used_only_by(&self, sid: StreamId) -> bool {
-        self.slot.users == NO_USER || self.slot.users == u32::from(sid.0)
+        self.slot.users == NO_USER || self.slot.users == sid.0
     }
 
     /// Records that submission `cursor` on `sid` used the buffer, and wrote
     /// it when `writes`.
     #[inline]
     pub fn mark_use(&mut self, sid: StreamId, cursor: Cursor, writes: bool) {
+        // (Cursor 0 is no submission: every caller passes a submitted one.)
+        debug_assert!(cursor != 0, "a use at cursor 0");
         if writes {
-            self.slot.last_write = Some(WriteMark {
-                stream: sid,
-                cursor,
-            });
+            self.slot.writer = sid;
+            self.slot.written = cursor;
         }
         if sid.index() < self.streams {
             let u = match &mut self.row {
@@ -158,7 +265,8 @@ impl<H> BufferMut<'_, H> {
             };
             if let Some(u) = u {
                 *u = (*u).max(cursor);
-                let me = u32::from(sid.0);
+                // At most MAX_STREAMS (256): below both markers.
+                let me = sid.0;
                 if self.slot.users != me {
                     self.slot.users = if self.slot.users == NO_USER {
                         me

@@ -6,9 +6,9 @@ use alloc::vec::Vec;
 
 use super::{
     BufferId, BufferMut, BufferRef, BufferSlot, Location, MANY_USERS, NEAR_STREAMS, NO_USER,
-    StaleBuffer, TableFull,
+    PoolHandle, StaleBuffer, TableFull,
 };
-use crate::arena::{Arena, Key};
+use crate::arena::{Arena, Key, LineAligned};
 use crate::device::handle::Buffer;
 use crate::device::release_queue::{HandleShare, ReleaseQueue};
 use crate::platform::{DeviceRange, PageId};
@@ -24,7 +24,7 @@ use crate::stream::{Cursor, StreamId};
 // the stream count) first.
 #[repr(C)]
 pub struct BufferTable<H> {
-    slots: Arena<BufferSlot<H>>,
+    slots: Arena<BufferSlot<H>, LineAligned>,
     streams: usize,
     /// Only past [`NEAR_STREAMS`] streams (empty before):
     /// `uses[index * streams + s]` is the last use by stream `s` of the
@@ -35,7 +35,7 @@ pub struct BufferTable<H> {
     shares: Vec<&'static HandleShare>,
 }
 
-impl<H: Copy> BufferTable<H> {
+impl<H: PoolHandle> BufferTable<H> {
     /// An empty table for a device of `streams` streams.
     pub fn new(streams: usize) -> Self {
         Self {
@@ -101,14 +101,7 @@ impl<H: Copy> BufferTable<H> {
     ) -> Result<Buffer, TableFull> {
         let key = self
             .slots
-            .insert(BufferSlot {
-                size,
-                owner,
-                location,
-                last_write: None,
-                users: NO_USER,
-                near: [0; NEAR_STREAMS],
-            })
+            .insert(BufferSlot::new(size, owner, location))
             .map_err(|_| TableFull)?;
         let i = key.index as usize;
         let id = BufferId {
@@ -239,7 +232,7 @@ impl<H: Copy> BufferTable<H> {
         self.slots
             .iter()
             .map(|(_, s)| s)
-            .filter(|s| matches!(s.location, Location::Placed { .. }))
+            .filter(|s| s.range().is_some())
             .map(|s| s.size)
             .sum()
     }
@@ -255,9 +248,7 @@ impl<H: Copy> BufferTable<H> {
         completed: &[Cursor],
     ) -> Option<(StreamId, H, u64)> {
         let slot = self.slots.get(key(id))?;
-        let Location::Placed { handle, .. } = slot.location else {
-            return None;
-        };
+        let handle = slot.handle()?;
         let (owner, size) = (slot.owner, slot.size);
         let n = self.streams;
         let start = id.index as usize * n;
@@ -306,7 +297,7 @@ impl<H: Copy> BufferTable<H> {
     /// Clears the use row of slot `index`, whose buffer had `users` (the
     /// uses a slot holds go with it).
     #[inline]
-    fn clear_row(&mut self, index: u32, users: u32) {
+    fn clear_row(&mut self, index: u32, users: u16) {
         if !self.rows() {
             return;
         }

@@ -116,3 +116,33 @@ fn a_buffer_used_by_one_stream_is_idle_once_that_use_completes() {
     let (shares, live) = t.shares();
     q.close(shares, live);
 }
+
+/// What a launch on a device of at most two streams reads and writes of a
+/// slot (users, where the bytes are, the last write, the first two
+/// streams' uses) lies in the first line of its arena entry, after the
+/// generation; the entry is two whole lines.
+#[test]
+fn a_launchs_part_of_a_slot_shares_the_generations_line() {
+    use crate::arena::{LineAligned, entry_layout};
+    use crate::memory::SliceHandle;
+    use core::mem::{offset_of, size_of};
+    type Slot = BufferSlot<SliceHandle>;
+    let (value, entry, align) = entry_layout::<Slot, LineAligned>();
+    assert_eq!((entry, align), (128, 64));
+    // No tag before the slot: `Option` keeps its tag in a niche.
+    assert_eq!(size_of::<Option<Slot>>(), size_of::<Slot>());
+    let end_of = |offset: usize, len: usize| value + offset + len;
+    for (what, end) in [
+        ("users", end_of(offset_of!(Slot, users), 2)),
+        ("writer", end_of(offset_of!(Slot, writer), 2)),
+        ("placed", end_of(offset_of!(Slot, placed), 2)),
+        (
+            "range",
+            end_of(offset_of!(Slot, range), size_of::<DeviceRange>()),
+        ),
+        ("written", end_of(offset_of!(Slot, written), 8)),
+        ("near[..2]", end_of(offset_of!(Slot, near), 16)),
+    ] {
+        assert!(end <= 64, "{what} ends at {end}");
+    }
+}
