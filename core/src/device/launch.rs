@@ -230,11 +230,12 @@ impl<P: Platform> Inner<P> {
             }
             // (A stream the sync table does not know is kept as a mark: the
             // wait placement reports it.)
-            if let Some(w) = slot.last_write_elsewhere(sid) {
-                if self
-                    .sync
-                    .needs_wait(sid, w.stream, w.cursor)
-                    .unwrap_or(true)
+            if let Some(w) = slot.last_write() {
+                if w.stream != sid
+                    && self
+                        .sync
+                        .needs_wait(sid, w.stream, w.cursor)
+                        .unwrap_or(true)
                 {
                     self.scratch_marks.push(w);
                 }

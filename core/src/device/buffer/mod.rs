@@ -162,33 +162,13 @@ impl<H: PoolHandle> BufferSlot<H> {
     /// The device range, if placed.
     #[inline]
     pub fn range(&self) -> Option<DeviceRange> {
-        if self.placed == Placement::Placed {
-            Some(self.range)
-        } else {
-            None
-        }
+        (self.placed == Placement::Placed).then_some(self.range)
     }
 
     /// The pool handle, if placed.
     #[inline]
     pub fn handle(&self) -> Option<H> {
-        if self.placed == Placement::Placed {
-            Some(self.handle)
-        } else {
-            None
-        }
-    }
-
-    /// The last write, if another stream than `sid` made it.
-    #[inline]
-    pub fn last_write_elsewhere(&self, sid: StreamId) -> Option<WriteMark> {
-        if self.written == 0 || self.writer == sid {
-            return None;
-        }
-        Some(WriteMark {
-            stream: self.writer,
-            cursor: self.written,
-        })
+        (self.placed == Placement::Placed).then_some(self.handle)
     }
 
     /// The last write, if any.
