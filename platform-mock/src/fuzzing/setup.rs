@@ -17,7 +17,7 @@ use streamcore::drop_queue::FlushPolicy;
 use streamcore::memory::{
     ChurnBudget, LayoutError, LayoutPreset, MemoryLayout, MemoryPolicy, PoolSpec, StrandGuard,
 };
-use streamcore::platform::{DeviceProperties, StorageCosts};
+use streamcore::platform::DeviceProperties;
 use streamcore::stream::StreamId;
 
 use super::program::Config;
@@ -52,13 +52,13 @@ pub struct Setup {
     /// memory), and their granularity: the memory manager then carves its
     /// pages from reservations it commits and decommits.
     pub virtual_memory: Option<u64>,
-    /// What the device storages declare their calls cost, with virtual
-    /// memory: the H200's driver table (the mock's default) for half the
-    /// runs (`device / 128 == 1`), so the churn budget binds and its idle
-    /// cap acts as over the real driver; none ([`StorageCosts::UNKNOWN`])
-    /// for the others, so trimming takes every idle chunk it may. `None`
-    /// without virtual memory (the mock's default: costs no decision reads).
-    pub storage_costs: Option<StorageCosts>,
+    /// Whether the device storages declare the driver's call costs (the
+    /// mock's default, the H200's table): half the runs with virtual memory
+    /// (`device / 128 == 1`), so the churn budget binds and its idle cap
+    /// acts as over the real driver. The others declare none
+    /// ([`StorageCosts::UNKNOWN`](streamcore::platform::StorageCosts)), so
+    /// trimming takes every idle chunk it may.
+    pub driver_costs: bool,
     /// The layout drawn (`layout % 16`, see [`pick_layout`]).
     pub layout_pick: u8,
     /// The scheduler seed (which harness layout a run gets).
@@ -102,15 +102,7 @@ impl Setup {
             } else {
                 2 * MIB
             });
-        let storage_costs = virtual_memory.map(|_| {
-            if config.device / 128 == 1 {
-                crate::replay::DriverModel::Vmm
-                    .terms(&crate::replay::H200, 256)
-                    .costs
-            } else {
-                StorageCosts::UNKNOWN
-            }
-        });
+        let driver_costs = virtual_memory.is_some() && config.device / 128 == 1;
         Self {
             declared,
             ids,
@@ -118,7 +110,7 @@ impl Setup {
             sane_properties,
             mock_memory,
             virtual_memory,
-            storage_costs,
+            driver_costs,
             layout_pick: config.layout,
             seed: config.seed,
             flush,

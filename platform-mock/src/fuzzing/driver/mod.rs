@@ -228,11 +228,10 @@ impl Driver {
             mock_config = mock_config.virtual_memory(g);
             features.insert(SETUP_FACT | 5);
         }
-        if let Some(c) = setup.storage_costs {
-            mock_config = mock_config.storage_costs(c);
-            if c != StorageCosts::UNKNOWN {
-                features.insert(SETUP_FACT | 7);
-            }
+        if setup.driver_costs {
+            features.insert(SETUP_FACT | 7);
+        } else {
+            mock_config = mock_config.storage_costs(StorageCosts::UNKNOWN);
         }
         let mock = MockPlatform::with_config(mock_config).map_err(|e| teardown(e.to_string()))?;
         kernels::register(&mock);
