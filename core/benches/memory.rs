@@ -9,6 +9,14 @@
 //! pages (pages carved from reservations).
 //!
 //! `cargo bench -p streamcore --bench memory`
+//!
+//! With `PROFILE=pair/<pool>` or `PROFILE=pair_carved/<pool>` (`small`,
+//! `sliced`, `exclusive`) the binary instead runs that row's body
+//! `ITERS` times (default 100,000) and exits, for counting instructions
+//! per pair, which this noisy a machine cannot time to a few nanoseconds:
+//! `PROFILE=pair/sliced valgrind --tool=cachegrind target/release/deps/memory-*`
+//! (run it with `ITERS=0` too: the difference over the iterations is the
+//! pair's).
 #![allow(
     missing_docs,
     reason = "criterion_group! generates an undocumented public function"
@@ -18,7 +26,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::measurement::WallTime;
-use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group};
 use streamcore::memory::{MemoryLayout, MemoryManager, MemoryPolicy, PoolSpec, SliceHandle};
 use streamcore::platform::{
     ErrorKind, PageId, PlatformError, ResizableTerms, Storage, StorageTerms,
@@ -100,9 +108,38 @@ fn layout() -> MemoryLayout {
     .expect("valid layout")
 }
 
+/// The pools of the `pair` rows: name and the size reserved.
+const PAIRS: [(&str, u64); 3] = [("small", 200), ("sliced", 40 * KIB), ("exclusive", 8 * MIB)];
+
+/// `PROFILE=<group>/<pool>`: that row's pairs, `ITERS` of them, untimed.
+fn profile(row: &str) {
+    let iters: u64 = std::env::var("ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let (group, pool) = row.split_once('/').unwrap_or((row, ""));
+    let storage = match group {
+        "pair" => Ids::plain,
+        "pair_carved" => Ids::resizable,
+        _ => panic!("PROFILE={row}: not pair/<pool> or pair_carved/<pool>"),
+    };
+    let Some(&(_, size)) = PAIRS.iter().find(|(name, _)| *name == pool) else {
+        panic!("PROFILE={row}: no pool {pool:?}");
+    };
+    let mut m = MemoryManager::new(storage(), layout());
+    let keep: Vec<SliceHandle> = (0..8).map(|_| m.reserve(size).unwrap().0).collect();
+    for _ in 0..iters {
+        let (h, _) = m.reserve(black_box(size)).unwrap();
+        m.free(h).unwrap();
+    }
+    for h in keep {
+        m.free(h).unwrap();
+    }
+}
+
 /// A reserve and free of one size per pool, warm, over `storage()`.
 fn pairs(g: &mut BenchmarkGroup<'_, WallTime>, storage: fn() -> Ids) {
-    for (name, size) in [("small", 200), ("sliced", 40 * KIB), ("exclusive", 8 * MIB)] {
+    for (name, size) in PAIRS {
         let mut m = MemoryManager::new(storage(), layout());
         // Keep a few neighbours live so the page is not trivially empty.
         let keep: Vec<SliceHandle> = (0..8).map(|_| m.reserve(size).unwrap().0).collect();
@@ -236,4 +273,11 @@ criterion_group! {
         .sample_size(30);
     targets = warm_pairs, carved_pairs, fragmented
 }
-criterion_main!(benches);
+fn main() {
+    if let Ok(row) = std::env::var("PROFILE") {
+        profile(&row);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
