@@ -15,7 +15,14 @@
 //! page one step deeper than it. Once a live page is [`OWN_DEPTH`] steps
 //! deep, a new large page larger than it is taken for its next step. The
 //! tracker holds at most [`STEP_SLOTS`] live steps (bounded memory; a
-//! step found while all are taken is not tracked).
+//! step found while all are taken is not tracked). Their table is
+//! allocated with the first step found, not with the manager: a device
+//! whose pages never reach the large-page size (every firmware target's)
+//! pays a few words for it, not the table (BENCHMARKS.md section 5 has
+//! what that saves on the firmware images). If that one allocation
+//! fails, the step is not tracked, as when the table is full.
+
+use alloc::vec::Vec;
 
 /// Live growth steps tracked at once.
 pub(super) const STEP_SLOTS: usize = 16;
@@ -53,7 +60,9 @@ struct Step {
 pub(super) struct GrowthSteps {
     /// The large page carved last, and the reserve count then.
     last: Option<(u64, LargePage)>,
-    steps: [Option<Step>; STEP_SLOTS],
+    /// The live steps, at most [`STEP_SLOTS`]; room for all of them is
+    /// taken with the first (so a warm manager allocates nothing here).
+    steps: Vec<Step>,
 }
 
 impl GrowthSteps {
@@ -69,11 +78,9 @@ impl GrowthSteps {
     /// was carved at most [`STEP_WINDOW`] reserves before.
     pub(super) fn freed(&mut self, stamp: u64, page: LargePage) {
         let mut depth = 0;
-        for slot in &mut self.steps {
-            if slot.is_some_and(|s| s.page.lane == page.lane && s.page.block == page.block) {
-                depth = slot.map_or(0, |s| s.depth);
-                *slot = None;
-            }
+        let same = |s: &Step| s.page.lane == page.lane && s.page.block == page.block;
+        if let Some(i) = self.steps.iter().position(same) {
+            depth = self.steps.swap_remove(i).depth;
         }
         let Some((at, next)) = self.last else {
             return;
@@ -83,12 +90,22 @@ impl GrowthSteps {
             let depth = depth.saturating_add(1);
             // Already a step (of another page freed in the window): the
             // deeper count stands.
-            if let Some(s) = self.steps.iter_mut().flatten().find(|s| s.page == next) {
+            if let Some(s) = self.steps.iter_mut().find(|s| s.page == next) {
                 s.depth = s.depth.max(depth);
-            } else if let Some(slot) = self.steps.iter_mut().find(|s| s.is_none()) {
-                *slot = Some(Step { page: next, depth });
+            } else if self.has_room() {
+                self.steps.push(Step { page: next, depth });
             }
         }
+    }
+
+    /// Whether one more step can be tracked: fewer than [`STEP_SLOTS`]
+    /// held, and room for them taken (once, fallibly: no allocation
+    /// failure aborts the manager over a placement hint).
+    fn has_room(&mut self) -> bool {
+        if self.steps.len() >= STEP_SLOTS {
+            return false;
+        }
+        self.steps.capacity() > self.steps.len() || self.steps.try_reserve_exact(STEP_SLOTS).is_ok()
     }
 
     /// Whether a new large page of `bytes` is taken for a growing buffer's
@@ -96,7 +113,6 @@ impl GrowthSteps {
     pub(super) fn is_next_step(&self, bytes: u64) -> bool {
         self.steps
             .iter()
-            .flatten()
             .any(|s| s.page.size < bytes && s.depth >= OWN_DEPTH)
     }
 }
@@ -149,7 +165,8 @@ mod tests {
         g.freed(0, page(0, 1, 300)); // the page carved last, freed itself
         g.carved(1, page(0, 2, 100));
         g.freed(1, page(0, 3, 200)); // the carved one is smaller
-        assert_eq!(g.steps.iter().flatten().count(), 0);
+        assert_eq!(g.steps.len(), 0);
+        assert_eq!(g.steps.capacity(), 0, "no step found: no table allocated");
     }
 
     /// Against a naive model (a list of every live page with its depth)
@@ -196,12 +213,8 @@ mod tests {
                         }
                     }
                 }
-                let mut held: Vec<_> = g
-                    .steps
-                    .iter()
-                    .flatten()
-                    .map(|s| (s.page.block, s.depth))
-                    .collect();
+                assert!(g.steps.capacity() <= STEP_SLOTS.max(g.steps.len()));
+                let mut held: Vec<_> = g.steps.iter().map(|s| (s.page.block, s.depth)).collect();
                 let mut want: Vec<_> = model.iter().map(|(p, d)| (p.block, *d)).collect();
                 held.sort_unstable();
                 want.sort_unstable();

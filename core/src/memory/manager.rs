@@ -46,7 +46,7 @@ pub struct Released {
 }
 
 /// Byte and call counts of a manager.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Books {
     /// Bytes the storage charges for what is held: pages of their own
     /// plus chunks committed in reservations.

@@ -20,6 +20,8 @@
 //! new places cannot ratchet the level up. A chunk that came back once
 //! only (a phase's pages taken again after a pause) changes nothing.
 
+use alloc::vec::Vec;
+
 use super::manager::MemoryManager;
 use super::rounding::shr;
 use crate::platform::Storage;
@@ -57,9 +59,16 @@ impl Trim {
 }
 
 /// The chunks trimmed last, by choice (a ring, the oldest replaced).
-#[derive(Copy, Clone, Debug, Default)]
+/// Room for the ring is taken with the first trim, not with the manager:
+/// a manager that never trims by choice (over a storage that declares no
+/// costs, every firmware target's null platform among them) holds a few
+/// words for it. If that one allocation fails, trims are not remembered
+/// and trimming never settles on round trips, as with the window off.
+#[derive(Clone, Debug, Default)]
 pub(super) struct RoundTrips {
-    trims: [Trim; KEPT],
+    /// At most [`KEPT`]; full once the ring came round.
+    trims: Vec<Trim>,
+    /// The entry the next new chunk replaces, once the ring is full.
     next: usize,
 }
 
@@ -75,13 +84,26 @@ impl RoundTrips {
             t.at = now;
             return;
         }
-        self.trims[self.next] = Trim {
+        let t = Trim {
             map,
             lo,
             hi,
             at: now,
             trips: 0,
         };
+        if self.trims.len() < KEPT {
+            // The ring fills in order before it comes round: the oldest is
+            // entry 0 then, as `next` says.
+            let room = self.trims.capacity() > self.trims.len()
+                || self.trims.try_reserve_exact(KEPT).is_ok();
+            if room {
+                self.trims.push(t);
+            }
+            return;
+        }
+        if let Some(slot) = self.trims.get_mut(self.next) {
+            *slot = t;
+        }
         self.next = (self.next + 1) % KEPT;
     }
 
@@ -142,7 +164,23 @@ impl<S: Storage> MemoryManager<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use alloc::vec::Vec;
+
+    /// A manager that never trims by choice holds no ring: nothing is
+    /// allocated until the first trim, and then room for all of it at once.
+    #[test]
+    fn the_ring_is_allocated_with_the_first_trim() {
+        let mut r = RoundTrips::default();
+        assert!(!r.came_back(0, 0, 4, 10, 64));
+        r.forget_map(0);
+        assert_eq!(r.trims.capacity(), 0);
+        r.trimmed(0, 1, 2, 5);
+        assert_eq!(r.trims.capacity(), KEPT);
+        for i in 0..3 * KEPT as u32 {
+            r.trimmed(1, i, i + 1, 6 + u64::from(i));
+        }
+        assert_eq!(r.trims.len(), KEPT);
+        assert_eq!(r.trims.capacity(), KEPT, "the ring came round in place");
+    }
 
     #[test]
     fn a_chunk_proves_a_round_trip_on_its_second_return_within_the_window() {

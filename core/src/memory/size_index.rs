@@ -52,7 +52,6 @@ pub(crate) struct SizeIndex {
     /// Indexed by the manager's page index.
     nodes: Vec<PageNode>,
     fl_map: u64,
-    sl_map: [u32; FL],
     heads: Heads,
     len: usize,
 }
@@ -67,7 +66,6 @@ impl SizeIndex {
             vacant: NIL,
             nodes: Vec::new(),
             fl_map: 0,
-            sl_map: [0; FL],
             heads: Heads::default(),
             len: 0,
         }
@@ -86,15 +84,15 @@ impl SizeIndex {
     fn link_class(&mut self, e: u32) {
         let (fl, sl) = self.class(self.entries[e as usize].size);
         self.heads.reach(fl);
-        let head = self.heads.get(fl, sl);
+        let row = self.heads.row_mut(fl);
+        let head = row.head(sl);
+        row.list(sl, e);
+        self.fl_map |= 1 << fl;
         self.entries[e as usize].prev = NIL;
         self.entries[e as usize].next = head;
         if head != NIL {
             self.entries[head as usize].prev = e;
         }
-        *self.heads.slot(fl, sl) = e;
-        self.sl_map[fl] |= 1 << sl;
-        self.fl_map |= 1 << fl;
     }
 
     fn unlink_class(&mut self, e: u32) {
@@ -105,12 +103,11 @@ impl SizeIndex {
             self.entries[prev as usize].next = next;
         } else {
             let (fl, sl) = self.class(size);
-            *self.heads.slot(fl, sl) = next;
-            if next == NIL {
-                self.sl_map[fl] &= !(1 << sl);
-                if self.sl_map[fl] == 0 {
-                    self.fl_map &= !(1 << fl);
-                }
+            let row = self.heads.row_mut(fl);
+            if next != NIL {
+                row.replace(sl, next);
+            } else if row.unlist(sl) == 0 {
+                self.fl_map &= !(1 << fl);
             }
         }
         if next != NIL {
@@ -232,7 +229,7 @@ impl SizeIndex {
         let above_sl = if sl + 1 >= SL {
             0
         } else {
-            self.sl_map[fl] & (!0u32 << (sl + 1))
+            self.heads.listed(fl) & (!0u32 << (sl + 1))
         };
         let (fl, sl) = if above_sl != 0 {
             (fl, above_sl.trailing_zeros() as usize)
@@ -246,7 +243,7 @@ impl SizeIndex {
                 return None;
             }
             let fl = above.trailing_zeros() as usize;
-            (fl, self.sl_map[fl].trailing_zeros() as usize)
+            (fl, self.heads.listed(fl).trailing_zeros() as usize)
         };
         self.probe(self.heads.get(fl, sl), size, max)
     }
@@ -257,7 +254,7 @@ impl SizeIndex {
             return None;
         }
         let fl = self.fl_map.trailing_zeros() as usize;
-        let sl = self.sl_map[fl].trailing_zeros() as usize;
+        let sl = self.heads.listed(fl).trailing_zeros() as usize;
         let entry = &self.entries[self.heads.get(fl, sl) as usize];
         Some((entry.size, entry.head))
     }

@@ -10,43 +10,94 @@ const SL_BITS: u32 = 5;
 pub(crate) const SL: usize = 1 << SL_BITS;
 pub(crate) const FL: usize = 64;
 
-/// The list heads of the classes, by first level: grown up to the highest
-/// first level ever listed, so a pool of small pages keeps a table of a few
-/// hundred bytes (the full table is 8 KiB), and a pool never used keeps
-/// none.
+/// One first level's classes: their list heads and the bitmap of those
+/// that list a block.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Row {
+    heads: [u32; SL],
+    /// Bit `sl` set: class `sl` of this level lists a block.
+    pub(crate) listed: u32,
+}
+
+impl Row {
+    const EMPTY: Row = Row {
+        heads: [NIL; SL],
+        listed: 0,
+    };
+
+    /// The head of class `sl` (`sl < SL`, as [`mapping`] gives it: the
+    /// mask costs no bounds check and changes no index).
+    #[inline]
+    pub(crate) fn head(&self, sl: usize) -> u32 {
+        self.heads[sl % SL]
+    }
+
+    /// Puts block `i` at the head of class `sl`: the class lists a block.
+    #[inline]
+    pub(crate) fn list(&mut self, sl: usize, i: u32) {
+        self.heads[sl % SL] = i;
+        self.listed |= 1 << (sl % SL);
+    }
+
+    /// Makes block `i` the head of class `sl`, which lists a block before
+    /// and after (its bit stays).
+    #[inline]
+    pub(crate) fn replace(&mut self, sl: usize, i: u32) {
+        self.heads[sl % SL] = i;
+    }
+
+    /// Class `sl` lists no block any more; returns the level's bitmap.
+    #[inline]
+    pub(crate) fn unlist(&mut self, sl: usize) -> u32 {
+        self.heads[sl % SL] = NIL;
+        self.listed &= !(1 << (sl % SL));
+        self.listed
+    }
+}
+
+/// The list heads of the classes, by first level, each level with its
+/// bitmap: grown up to the highest first level ever listed, so a pool of
+/// small pages keeps a table of a few hundred bytes (the full table is
+/// 8 KiB), and an engine never used keeps none (nor the 256 bytes a bitmap
+/// of every first level held inline would take: a manager has up to five
+/// engines, most of them idle on a small device).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Heads(Vec<[u32; SL]>);
+pub(crate) struct Heads(Vec<Row>);
 
 impl Heads {
     /// The head of class `(fl, sl)` (`NIL` when empty or never listed).
     #[inline]
     pub(crate) fn get(&self, fl: usize, sl: usize) -> u32 {
-        self.0.get(fl).map_or(NIL, |row| row[sl])
+        self.0.get(fl).map_or(NIL, |row| row.head(sl))
     }
 
-    /// The head of class `(fl, sl)` within the rows reached.
+    /// First level `fl`'s classes (`None` for a level never reached).
+    #[inline]
+    pub(crate) fn row(&self, fl: usize) -> Option<&Row> {
+        self.0.get(fl)
+    }
+
+    /// The bitmap of first level `fl`'s classes that list a block (0 for a
+    /// level never reached).
+    #[inline]
+    pub(crate) fn listed(&self, fl: usize) -> u32 {
+        self.0.get(fl).map_or(0, |row| row.listed)
+    }
+
+    /// First level `fl`'s classes, for writing, within the rows reached.
     ///
     /// # Panics
     /// On a first level not [`reach`](Self::reach)ed (a broken invariant).
     #[inline]
-    pub(crate) fn at(&self, fl: usize, sl: usize) -> u32 {
-        self.0[fl][sl]
+    pub(crate) fn row_mut(&mut self, fl: usize) -> &mut Row {
+        &mut self.0[fl]
     }
 
     /// Grows the table to reach first level `fl` (at most `FL` rows).
     pub(crate) fn reach(&mut self, fl: usize) {
         if fl >= self.0.len() {
-            self.0.resize(fl + 1, [NIL; SL]);
+            self.0.resize(fl + 1, Row::EMPTY);
         }
-    }
-
-    /// The head of class `(fl, sl)`, for writing, within the rows reached.
-    ///
-    /// # Panics
-    /// On a first level not [`reach`](Self::reach)ed (a broken invariant).
-    #[inline]
-    pub(crate) fn slot(&mut self, fl: usize, sl: usize) -> &mut u32 {
-        &mut self.0[fl][sl]
     }
 }
 

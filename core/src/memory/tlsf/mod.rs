@@ -65,7 +65,6 @@ pub(crate) struct SlicedEngine {
     /// Look for the best of a few blocks instead of the first good one.
     best_fit: bool,
     fl_map: u64,
-    sl_map: [u32; FL],
     heads: Heads,
 }
 
@@ -79,7 +78,6 @@ impl SlicedEngine {
             shift: alignment.trailing_zeros(),
             best_fit: false,
             fl_map: 0,
-            sl_map: [0; FL],
             heads: Heads::default(),
         }
     }
@@ -107,7 +105,10 @@ impl SlicedEngine {
     fn insert_free(&mut self, i: u32) {
         let size = self.blocks[i as usize].size;
         let (fl, sl) = mapping(size >> self.shift);
-        let head = self.heads.at(fl, sl);
+        let row = self.heads.row_mut(fl);
+        let head = row.head(sl);
+        row.list(sl, i);
+        self.fl_map |= 1 << fl;
         {
             let b = &mut self.blocks[i as usize];
             b.free = true;
@@ -117,9 +118,6 @@ impl SlicedEngine {
         if head != NIL {
             self.blocks[head as usize].free_prev = i;
         }
-        *self.heads.slot(fl, sl) = i;
-        self.sl_map[fl] |= 1 << sl;
-        self.fl_map |= 1 << fl;
     }
 
     fn remove_free(&mut self, i: u32) {
@@ -133,12 +131,11 @@ impl SlicedEngine {
             self.blocks[free_prev as usize].free_next = free_next;
         } else {
             let (fl, sl) = mapping(size >> self.shift);
-            *self.heads.slot(fl, sl) = free_next;
-            if free_next == NIL {
-                self.sl_map[fl] &= !(1 << sl);
-                if self.sl_map[fl] == 0 {
-                    self.fl_map &= !(1 << fl);
-                }
+            let row = self.heads.row_mut(fl);
+            if free_next != NIL {
+                row.replace(sl, free_next);
+            } else if row.unlist(sl) == 0 {
+                self.fl_map &= !(1 << fl);
             }
         }
         if free_next != NIL {
@@ -193,8 +190,8 @@ impl SlicedEngine {
         if fl >= FL {
             return None;
         }
-        let mut bits = self.sl_map[fl] & (!0u32 << sl);
-        let mut fl = fl;
+        let mut row = self.heads.row(fl);
+        let mut bits = row.map_or(0, |r| r.listed) & (!0u32 << sl);
         if bits == 0 {
             let above = if fl + 1 >= FL {
                 0
@@ -204,10 +201,11 @@ impl SlicedEngine {
             if above == 0 {
                 return None;
             }
-            fl = above.trailing_zeros() as usize;
-            bits = self.sl_map[fl];
+            row = self.heads.row(above.trailing_zeros() as usize);
+            bits = row.map_or(0, |r| r.listed);
         }
-        let head = self.heads.at(fl, bits.trailing_zeros() as usize);
+        // A level the first-level map names was reached: `row` is `Some`.
+        let head = row?.head(bits.trailing_zeros() as usize);
         if self.best_fit {
             return self.probe(head, size).or(Some(head));
         }
@@ -382,11 +380,11 @@ impl SlicedEngine {
                 }
                 assert_eq!(
                     self.heads.get(fl, sl) != NIL,
-                    self.sl_map[fl] & (1 << sl) != 0,
+                    self.heads.listed(fl) & (1 << sl) != 0,
                     "bitmap out of step"
                 );
             }
-            assert_eq!(self.sl_map[fl] != 0, self.fl_map & (1 << fl) != 0);
+            assert_eq!(self.heads.listed(fl) != 0, self.fl_map & (1 << fl) != 0);
         }
         out.sort_unstable();
         out
