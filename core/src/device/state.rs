@@ -389,7 +389,7 @@ impl<P: Platform> Inner<P> {
                 let _ = memory.hold_flushes(recording);
                 Ok(StreamState {
                     memory,
-                    drops: DropQueue::with_capacity(flush, 256, 16),
+                    drops: DropQueue::with_capacity(flush, flush.queue_room(), 16),
                     capture: CaptureState::new(),
                     info: InfoCache::new(config.info_cache),
                     info_memo: InfoMemo::new(),

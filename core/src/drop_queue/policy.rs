@@ -76,6 +76,22 @@ impl FlushPolicy {
         }
     }
 
+    /// Items a queue under this policy makes room for up front, so a warm
+    /// stream frees without allocating: four flushes' worth of items
+    /// (staged ones, and batches waiting for their fences), at least 16 and
+    /// at most 256. Past it the queue grows as it fills. A device sized
+    /// for an APU or a firmware core (16 items a flush) keeps 64, not 256.
+    pub const fn queue_room(&self) -> usize {
+        let room = self.max_items.saturating_mul(4);
+        if room < 16 {
+            16
+        } else if room > 256 {
+            256
+        } else {
+            room
+        }
+    }
+
     /// Whether `items` staged items of `bytes` bytes make a flush due.
     pub const fn is_due(&self, items: usize, bytes: u64) -> bool {
         items >= self.max_items || bytes >= self.max_bytes

@@ -80,6 +80,22 @@ fn presets_and_device_policy() {
     assert_eq!(tiny.max_bytes, FlushPolicy::MIN_BYTES);
 }
 
+/// The room a queue takes up front follows its policy: four flushes'
+/// worth, between 16 and 256 items.
+#[test]
+fn a_queue_makes_room_for_four_flushes() {
+    assert_eq!(FlushPolicy::discrete().queue_room(), 256);
+    assert_eq!(FlushPolicy::integrated().queue_room(), 64);
+    let with = |max_items| FlushPolicy {
+        max_items,
+        max_bytes: 1 << 20,
+    };
+    assert_eq!(with(0).queue_room(), 16);
+    assert_eq!(with(5).queue_room(), 20);
+    assert_eq!(with(1000).queue_room(), 256);
+    assert_eq!(with(usize::MAX).queue_room(), 256);
+}
+
 #[test]
 fn push_reports_due_by_count_or_bytes_whichever_first() {
     let mut q: DropQueue<u32, u64> = DropQueue::new(POLICY);
