@@ -59,33 +59,42 @@ fn device(total: u64) -> DeviceProperties {
     }
 }
 
+/// What a manager over `storage`, laid out for a device of `total` bytes,
+/// holds on the heap: fresh, and with a few slices of every pool live.
+/// The manager is boxed, as a device holds its managers: what it holds
+/// inline counts too.
+fn footprint(total: u64, storage: TestStorage) -> (i64, i64) {
+    let before = live();
+    let mut m = Box::new(MemoryManager::new(
+        storage,
+        MemoryLayout::for_device(&device(total)),
+    ));
+    let fresh = live() - before;
+    let mut live_handles = Vec::new();
+    for size in [64, 1000, 8 * KIB, 40 * KIB, total / 16] {
+        for _ in 0..4 {
+            live_handles.push(m.reserve(size).unwrap().0);
+        }
+    }
+    let used = live() - before;
+    for h in live_handles {
+        m.free(h).unwrap();
+    }
+    (fresh, used)
+}
+
 #[test]
 fn a_manager_holds_little_heap_before_and_after_use() {
     for total in [256 * KIB, 1 << 34] {
-        let before = live();
-        let mut m =
-            MemoryManager::new(TestStorage::new(), MemoryLayout::for_device(&device(total)));
-        let fresh = live() - before;
+        let (fresh, used) = footprint(total, TestStorage::new());
         assert!(
             fresh <= 4 * 1024,
             "{total}: a fresh manager holds {fresh} B"
         );
-        // Slices of every pool, a few of each.
-        let mut live_handles = Vec::new();
-        for size in [64, 1000, 8 * KIB, 40 * KIB, total / 16] {
-            for _ in 0..4 {
-                live_handles.push(m.reserve(size).unwrap().0);
-            }
-        }
-        let used = live() - before;
         assert!(
             used <= 16 * 1024,
             "{total}: a manager in use holds {used} B"
         );
-        for h in live_handles {
-            m.free(h).unwrap();
-        }
-        drop(m);
     }
 }
 
@@ -101,33 +110,14 @@ fn a_manager_holds_little_heap_before_and_after_use() {
 fn a_manager_over_reservations_holds_little_heap() {
     // (device bytes, granule, most bytes held in use)
     for (total, granule, most) in [(4 << 20, 4 * KIB, 16 * KIB), (1 << 34, 2 << 20, 28 * KIB)] {
-        let before = live();
-        let storage = TestStorage::resizable(granule, total);
-        // Boxed, as a device holds its managers: what the manager holds
-        // inline counts too.
-        let mut m = Box::new(MemoryManager::new(
-            storage,
-            MemoryLayout::for_device(&device(total)),
-        ));
-        let fresh = live() - before;
+        let (fresh, used) = footprint(total, TestStorage::resizable(granule, total));
         assert!(
             fresh <= 4 * 1024,
             "{total}: a fresh manager holds {fresh} B"
         );
-        let mut live_handles = Vec::new();
-        for size in [64, 1000, 8 * KIB, 40 * KIB, total / 16] {
-            for _ in 0..4 {
-                live_handles.push(m.reserve(size).unwrap().0);
-            }
-        }
-        let used = live() - before;
         assert!(
             used <= most as i64,
             "{total}: a manager in use holds {used} B"
         );
-        for h in live_handles {
-            m.free(h).unwrap();
-        }
-        drop(m);
     }
 }
