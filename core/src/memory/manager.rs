@@ -134,8 +134,10 @@ pub struct MemoryManager<S: Storage> {
     pub(super) pools: Vec<Pool>,
     pub(super) pages: PageTable,
     /// Over a resizable storage: the reservations every page is carved
-    /// from, and the chunks committed in them.
-    pub(super) segment: Option<Segment>,
+    /// from, and the chunks committed in them. Boxed: a manager over pages
+    /// of their own (a firmware core's storage, `hipMalloc`) holds a word
+    /// for it, not the few hundred bytes of its engines and tables.
+    pub(super) segment: Option<Box<Segment>>,
     pub(super) slots: SliceTable,
     pub(super) books: Books,
     pub(super) capture: CaptureState,
@@ -208,7 +210,7 @@ impl<S: Storage> MemoryManager<S> {
                 ..r
             })
             .filter(|r| r.granularity >= align && r.max_reservation >= r.granularity)
-            .map(|r| Segment::new(r, align, self.layout.policy()));
+            .map(|r| Box::new(Segment::new(r, align, self.layout.policy())));
         self.pools.clear();
         let add = |pools: &mut Vec<Pool>, kind, page: u64, max_slice, cap| {
             // Layouts bound page sizes by `MAX_REQUEST` and alignments by
