@@ -104,7 +104,7 @@ fn a_manager_holds_little_heap_before_and_after_use() {
 }
 
 /// Over a storage with resizable pages (carved from reservations, as over
-/// HIP's virtual memory and the firmware targets' null platform): what a
+/// HIP's virtual memory): what a
 /// manager tracks only for large pages and for trims by choice (growth
 /// steps, the round-trip ring), and the size-class bitmaps of engines it
 /// never lists a block in, take no heap until needed. (Held inline, they
