@@ -24,6 +24,8 @@
 
 use alloc::vec::Vec;
 
+use super::bounded::push_bounded;
+
 /// Live growth steps tracked at once.
 pub(super) const STEP_SLOTS: usize = 16;
 
@@ -92,20 +94,10 @@ impl GrowthSteps {
             // deeper count stands.
             if let Some(s) = self.steps.iter_mut().find(|s| s.page == next) {
                 s.depth = s.depth.max(depth);
-            } else if self.has_room() {
-                self.steps.push(Step { page: next, depth });
+            } else {
+                push_bounded(&mut self.steps, STEP_SLOTS, Step { page: next, depth });
             }
         }
-    }
-
-    /// Whether one more step can be tracked: fewer than [`STEP_SLOTS`]
-    /// held, and room for them taken (once, fallibly: no allocation
-    /// failure aborts the manager over a placement hint).
-    fn has_room(&mut self) -> bool {
-        if self.steps.len() >= STEP_SLOTS {
-            return false;
-        }
-        self.steps.capacity() > self.steps.len() || self.steps.try_reserve_exact(STEP_SLOTS).is_ok()
     }
 
     /// Whether a new large page of `bytes` is taken for a growing buffer's

@@ -75,6 +75,7 @@
 //! # Ok::<(), MemoryError<Exhausted>>(())
 //! ```
 
+mod bounded;
 mod budget;
 mod chunks;
 mod decommit;

@@ -22,6 +22,7 @@
 
 use alloc::vec::Vec;
 
+use super::bounded::push_bounded;
 use super::manager::MemoryManager;
 use super::rounding::shr;
 use crate::platform::Storage;
@@ -94,11 +95,7 @@ impl RoundTrips {
         if self.trims.len() < KEPT {
             // The ring fills in order before it comes round: the oldest is
             // entry 0 then, as `next` says.
-            let room = self.trims.capacity() > self.trims.len()
-                || self.trims.try_reserve_exact(KEPT).is_ok();
-            if room {
-                self.trims.push(t);
-            }
+            push_bounded(&mut self.trims, KEPT, t);
             return;
         }
         if let Some(slot) = self.trims.get_mut(self.next) {
