@@ -126,32 +126,38 @@ fn profile(row: &str) {
     let Some(&(_, size)) = PAIRS.iter().find(|(name, _)| *name == pool) else {
         panic!("PROFILE={row}: no pool {pool:?}");
     };
+    with_warm_pool(storage, size, |m| {
+        for _ in 0..iters {
+            pair(m, size);
+        }
+    });
+}
+
+/// A manager over `storage()` with a few slices of `size` live (so their
+/// page is not trivially empty), handed to `body`; the slices are freed
+/// after it.
+fn with_warm_pool(storage: fn() -> Ids, size: u64, body: impl FnOnce(&mut MemoryManager<Ids>)) {
     let mut m = MemoryManager::new(storage(), layout());
     let keep: Vec<SliceHandle> = (0..8).map(|_| m.reserve(size).unwrap().0).collect();
-    for _ in 0..iters {
-        let (h, _) = m.reserve(black_box(size)).unwrap();
-        m.free(h).unwrap();
-    }
+    body(&mut m);
     for h in keep {
         m.free(h).unwrap();
     }
 }
 
+/// What a `pair` row runs: a reserve of `size` and its free.
+#[inline(always)]
+fn pair(m: &mut MemoryManager<Ids>, size: u64) {
+    let (h, _) = m.reserve(black_box(size)).unwrap();
+    m.free(h).unwrap();
+}
+
 /// A reserve and free of one size per pool, warm, over `storage()`.
 fn pairs(g: &mut BenchmarkGroup<'_, WallTime>, storage: fn() -> Ids) {
     for (name, size) in PAIRS {
-        let mut m = MemoryManager::new(storage(), layout());
-        // Keep a few neighbours live so the page is not trivially empty.
-        let keep: Vec<SliceHandle> = (0..8).map(|_| m.reserve(size).unwrap().0).collect();
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                let (h, _) = m.reserve(black_box(size)).unwrap();
-                m.free(h).unwrap();
-            })
+        with_warm_pool(storage, size, |m| {
+            g.bench_function(name, |b| b.iter(|| pair(m, size)));
         });
-        for h in keep {
-            m.free(h).unwrap();
-        }
     }
 }
 
