@@ -171,7 +171,9 @@ pub struct MemoryPolicy {
     /// without), bytes on 113 (107); on an H100 the held-out LSTM's bytes
     /// 1.1809 -> 1.0722 for a wall 0.65 -> 0.62 of the driver pool's, the
     /// KV-cache decoder's wall 0.21 -> 0.47 (BENCHMARKS.md section 6,
-    /// round 25).
+    /// round 25). The worst case found without it: long-lived pages below a
+    /// granule among large transients (a fresh seed's pinned fragments) hold
+    /// 1.45x the peak live, 1.01x with the lane (round 30).
     pub small_page_lane: bool,
     /// On a resizable storage, trimming settles once it proves to buy
     /// nothing: when a chunk trimmed by choice is committed again within
