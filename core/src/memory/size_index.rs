@@ -51,7 +51,6 @@ pub(crate) struct SizeIndex {
     vacant: u32,
     /// Indexed by the manager's page index.
     nodes: Vec<PageNode>,
-    fl_map: u64,
     heads: Heads,
     len: usize,
 }
@@ -65,7 +64,6 @@ impl SizeIndex {
             entries: Vec::new(),
             vacant: NIL,
             nodes: Vec::new(),
-            fl_map: 0,
             heads: Heads::default(),
             len: 0,
         }
@@ -84,10 +82,7 @@ impl SizeIndex {
     fn link_class(&mut self, e: u32) {
         let (fl, sl) = self.class(self.entries[e as usize].size);
         self.heads.reach(fl);
-        let row = self.heads.row_mut(fl);
-        let head = row.head(sl);
-        row.list(sl, e);
-        self.fl_map |= 1 << fl;
+        let head = self.heads.push_front(fl, sl, e);
         self.entries[e as usize].prev = NIL;
         self.entries[e as usize].next = head;
         if head != NIL {
@@ -103,12 +98,7 @@ impl SizeIndex {
             self.entries[prev as usize].next = next;
         } else {
             let (fl, sl) = self.class(size);
-            let row = self.heads.row_mut(fl);
-            if next != NIL {
-                row.replace(sl, next);
-            } else if row.unlist(sl) == 0 {
-                self.fl_map &= !(1 << fl);
-            }
+            self.heads.pop_front(fl, sl, next);
         }
         if next != NIL {
             self.entries[next as usize].prev = prev;
@@ -237,7 +227,7 @@ impl SizeIndex {
             let above = if fl + 1 >= FL {
                 0
             } else {
-                self.fl_map & (!0u64 << (fl + 1))
+                self.heads.levels() & (!0u64 << (fl + 1))
             };
             if above == 0 {
                 return None;
@@ -250,10 +240,10 @@ impl SizeIndex {
 
     /// Any idle page (for releasing them all).
     pub fn first(&self) -> Option<(u64, u32)> {
-        if self.fl_map == 0 {
+        if self.heads.levels() == 0 {
             return None;
         }
-        let fl = self.fl_map.trailing_zeros() as usize;
+        let fl = self.heads.levels().trailing_zeros() as usize;
         let sl = self.heads.listed(fl).trailing_zeros() as usize;
         let entry = &self.entries[self.heads.get(fl, sl) as usize];
         Some((entry.size, entry.head))

@@ -34,7 +34,7 @@ impl Row {
 
     /// Puts block `i` at the head of class `sl`: the class lists a block.
     #[inline]
-    pub(crate) fn list(&mut self, sl: usize, i: u32) {
+    fn list(&mut self, sl: usize, i: u32) {
         self.heads[sl % SL] = i;
         self.listed |= 1 << (sl % SL);
     }
@@ -42,13 +42,13 @@ impl Row {
     /// Makes block `i` the head of class `sl`, which lists a block before
     /// and after (its bit stays).
     #[inline]
-    pub(crate) fn replace(&mut self, sl: usize, i: u32) {
+    fn replace(&mut self, sl: usize, i: u32) {
         self.heads[sl % SL] = i;
     }
 
     /// Class `sl` lists no block any more; returns the level's bitmap.
     #[inline]
-    pub(crate) fn unlist(&mut self, sl: usize) -> u32 {
+    fn unlist(&mut self, sl: usize) -> u32 {
         self.heads[sl % SL] = NIL;
         self.listed &= !(1 << (sl % SL));
         self.listed
@@ -56,47 +56,89 @@ impl Row {
 }
 
 /// The list heads of the classes, by first level, each level with its
-/// bitmap: grown up to the highest first level ever listed, so a pool of
+/// bitmap, and the bitmap of the first levels that list a block: the rows
+/// are grown up to the highest first level ever listed, so a pool of
 /// small pages keeps a table of a few hundred bytes (the full table is
 /// 8 KiB), and an engine never used keeps none (nor the 256 bytes a bitmap
 /// of every first level held inline would take: a manager has up to five
-/// engines, most of them idle on a small device).
+/// engines, most of them idle on a small device). The engine and the size
+/// index link their own lists; the heads and both bitmaps change only here.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Heads(Vec<Row>);
+pub(crate) struct Heads {
+    rows: Vec<Row>,
+    /// Bit `fl` set: first level `fl` lists a block.
+    levels: u64,
+}
 
 impl Heads {
     /// The head of class `(fl, sl)` (`NIL` when empty or never listed).
     #[inline]
     pub(crate) fn get(&self, fl: usize, sl: usize) -> u32 {
-        self.0.get(fl).map_or(NIL, |row| row.head(sl))
+        self.rows.get(fl).map_or(NIL, |row| row.head(sl))
     }
 
     /// First level `fl`'s classes (`None` for a level never reached).
     #[inline]
     pub(crate) fn row(&self, fl: usize) -> Option<&Row> {
-        self.0.get(fl)
+        self.rows.get(fl)
     }
 
     /// The bitmap of first level `fl`'s classes that list a block (0 for a
     /// level never reached).
     #[inline]
     pub(crate) fn listed(&self, fl: usize) -> u32 {
-        self.0.get(fl).map_or(0, |row| row.listed)
+        self.rows.get(fl).map_or(0, |row| row.listed)
     }
 
-    /// First level `fl`'s classes, for writing, within the rows reached.
+    /// The bitmap of the first levels that list a block.
+    #[inline]
+    pub(crate) const fn levels(&self) -> u64 {
+        self.levels
+    }
+
+    /// Puts `i` at the head of class `(fl, sl)`; returns the head it
+    /// goes in front of (`NIL`: the class was empty).
     ///
     /// # Panics
     /// On a first level not [`reach`](Self::reach)ed (a broken invariant).
     #[inline]
-    pub(crate) fn row_mut(&mut self, fl: usize) -> &mut Row {
-        &mut self.0[fl]
+    pub(crate) fn push_front(&mut self, fl: usize, sl: usize, i: u32) -> u32 {
+        let row = &mut self.rows[fl];
+        let head = row.head(sl);
+        row.list(sl, i);
+        self.levels |= 1 << fl;
+        head
+    }
+
+    /// The head of class `(fl, sl)` leaves it: `next` (`NIL`: none, the
+    /// class is empty) becomes its head.
+    ///
+    /// # Panics
+    /// As [`push_front`](Self::push_front).
+    #[inline]
+    pub(crate) fn pop_front(&mut self, fl: usize, sl: usize, next: u32) {
+        let row = &mut self.rows[fl];
+        if next != NIL {
+            row.replace(sl, next);
+        } else if row.unlist(sl) == 0 {
+            self.levels &= !(1 << fl);
+        }
+    }
+
+    /// Makes `i` the head of class `(fl, sl)` in place of a head that is
+    /// not its only block (the class lists a block before and after).
+    ///
+    /// # Panics
+    /// As [`push_front`](Self::push_front).
+    #[inline]
+    pub(crate) fn replace(&mut self, fl: usize, sl: usize, i: u32) {
+        self.rows[fl].replace(sl, i);
     }
 
     /// Grows the table to reach first level `fl` (at most `FL` rows).
     pub(crate) fn reach(&mut self, fl: usize) {
-        if fl >= self.0.len() {
-            self.0.resize(fl + 1, Row::EMPTY);
+        if fl >= self.rows.len() {
+            self.rows.resize(fl + 1, Row::EMPTY);
         }
     }
 }

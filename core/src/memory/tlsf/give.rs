@@ -88,7 +88,7 @@ impl SlicedEngine {
         {
             return false;
         }
-        self.heads.row_mut(fl).replace(sl, new);
+        self.heads.replace(fl, sl, new);
         let after = self.blocks[old as usize].free_next;
         self.blocks[old as usize].free = false;
         if after != NIL {

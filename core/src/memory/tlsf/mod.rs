@@ -64,7 +64,6 @@ pub(crate) struct SlicedEngine {
     shift: u32,
     /// Look for the best of a few blocks instead of the first good one.
     best_fit: bool,
-    fl_map: u64,
     heads: Heads,
 }
 
@@ -77,7 +76,6 @@ impl SlicedEngine {
             vacant: NIL,
             shift: alignment.trailing_zeros(),
             best_fit: false,
-            fl_map: 0,
             heads: Heads::default(),
         }
     }
@@ -105,10 +103,7 @@ impl SlicedEngine {
     fn insert_free(&mut self, i: u32) {
         let size = self.blocks[i as usize].size;
         let (fl, sl) = mapping(size >> self.shift);
-        let row = self.heads.row_mut(fl);
-        let head = row.head(sl);
-        row.list(sl, i);
-        self.fl_map |= 1 << fl;
+        let head = self.heads.push_front(fl, sl, i);
         {
             let b = &mut self.blocks[i as usize];
             b.free = true;
@@ -131,12 +126,7 @@ impl SlicedEngine {
             self.blocks[free_prev as usize].free_next = free_next;
         } else {
             let (fl, sl) = mapping(size >> self.shift);
-            let row = self.heads.row_mut(fl);
-            if free_next != NIL {
-                row.replace(sl, free_next);
-            } else if row.unlist(sl) == 0 {
-                self.fl_map &= !(1 << fl);
-            }
+            self.heads.pop_front(fl, sl, free_next);
         }
         if free_next != NIL {
             self.blocks[free_next as usize].free_prev = free_prev;
@@ -196,7 +186,7 @@ impl SlicedEngine {
             let above = if fl + 1 >= FL {
                 0
             } else {
-                self.fl_map & (!0u64 << (fl + 1))
+                self.heads.levels() & (!0u64 << (fl + 1))
             };
             if above == 0 {
                 return None;
@@ -204,7 +194,7 @@ impl SlicedEngine {
             row = self.heads.row(above.trailing_zeros() as usize);
             bits = row.map_or(0, |r| r.listed);
         }
-        // A level the first-level map names was reached: `row` is `Some`.
+        // A level `levels` names was reached: `row` is `Some`.
         let head = row?.head(bits.trailing_zeros() as usize);
         if self.best_fit {
             return self.probe(head, size).or(Some(head));
@@ -384,7 +374,10 @@ impl SlicedEngine {
                     "bitmap out of step"
                 );
             }
-            assert_eq!(self.heads.listed(fl) != 0, self.fl_map & (1 << fl) != 0);
+            assert_eq!(
+                self.heads.listed(fl) != 0,
+                self.heads.levels() & (1 << fl) != 0
+            );
         }
         out.sort_unstable();
         out
