@@ -81,15 +81,8 @@ impl FlushPolicy {
     /// (staged ones, and batches waiting for their fences), at least 16 and
     /// at most 256. Past it the queue grows as it fills. A device sized
     /// for an APU or a firmware core (16 items a flush) keeps 64, not 256.
-    pub const fn queue_room(&self) -> usize {
-        let room = self.max_items.saturating_mul(4);
-        if room < 16 {
-            16
-        } else if room > 256 {
-            256
-        } else {
-            room
-        }
+    pub fn queue_room(&self) -> usize {
+        self.max_items.saturating_mul(4).clamp(16, 256)
     }
 
     /// Whether `items` staged items of `bytes` bytes make a flush due.
