@@ -2,7 +2,7 @@
 //! first level (its power of two) and a second level (one of `SL` equal
 //! parts of it); the list heads of the classes, grown on demand.
 
-use alloc::vec::Vec;
+use alloc::boxed::Box;
 
 pub(crate) const NIL: u32 = u32::MAX;
 
@@ -65,7 +65,10 @@ impl Row {
 /// index link their own lists; the heads and both bitmaps change only here.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Heads {
-    rows: Vec<Row>,
+    /// Exactly as many rows as reached (a boxed slice: with the bitmap of
+    /// levels beside it, no larger than the `Vec` alone was, on a 32-bit
+    /// target too).
+    rows: Box<[Row]>,
     /// Bit `fl` set: first level `fl` lists a block.
     levels: u64,
 }
@@ -136,10 +139,20 @@ impl Heads {
     }
 
     /// Grows the table to reach first level `fl` (at most `FL` rows).
+    #[inline]
     pub(crate) fn reach(&mut self, fl: usize) {
         if fl >= self.rows.len() {
-            self.rows.resize(fl + 1, Row::EMPTY);
+            self.grow(fl + 1);
         }
+    }
+
+    /// Grows the table to `len` rows (rare: once per new highest level).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, len: usize) {
+        let mut rows = core::mem::take(&mut self.rows).into_vec();
+        rows.resize(len, Row::EMPTY);
+        self.rows = rows.into_boxed_slice();
     }
 }
 
